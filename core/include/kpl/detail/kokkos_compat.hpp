@@ -1,0 +1,63 @@
+// The one place where kpl adapts to the Kokkos version it is built against.
+//
+// kpl supports Kokkos 3.4 (Debian 12's, Serial and OpenMP) and Kokkos >= 4.6
+// (every backend). Nothing else in kpl tests KOKKOS_VERSION: code that needs
+// a call whose spelling changed between those versions uses the name here.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <string>
+#include <vector>
+
+#if KOKKOS_VERSION >= 40000
+#define KPL_KOKKOS_4 1
+#else
+#define KPL_KOKKOS_4 0
+#endif
+
+namespace kpl::compat {
+
+// Mathematical functions moved from Kokkos::Experimental to Kokkos in 4.0.
+namespace math {
+#if KPL_KOKKOS_4
+using Kokkos::fabs;
+using Kokkos::fmax;
+using Kokkos::fmin;
+using Kokkos::isfinite;
+using Kokkos::isinf;
+using Kokkos::isnan;
+using Kokkos::sqrt;
+#else
+using Kokkos::Experimental::fabs;
+using Kokkos::Experimental::fmax;
+using Kokkos::Experimental::fmin;
+using Kokkos::Experimental::isfinite;
+using Kokkos::Experimental::isinf;
+using Kokkos::Experimental::isnan;
+using Kokkos::Experimental::sqrt;
+#endif
+}  // namespace math
+
+// Kokkos 4 renamed the thread-count option (--kokkos-threads became
+// --kokkos-num-threads) and replaced InitArguments by InitializationSettings.
+// kpl passes command-line arguments through unchanged; this gives the option
+// that sets the host thread count for the version at hand.
+inline std::string host_threads_argument(int threads) {
+#if KPL_KOKKOS_4
+  return "--kokkos-num-threads=" + std::to_string(threads);
+#else
+  return "--kokkos-threads=" + std::to_string(threads);
+#endif
+}
+
+// True when Kokkos was already initialised and not yet finalised.
+inline bool kokkos_is_running() {
+  return Kokkos::is_initialized()
+#if KPL_KOKKOS_4
+         && !Kokkos::is_finalized()
+#endif
+      ;
+}
+
+}  // namespace kpl::compat

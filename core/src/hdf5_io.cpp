@@ -1,0 +1,555 @@
+// HDF5 C API behind kpl/hdf5_io.hpp. Every HDF5 call runs with HDF5's
+// automatic error printing switched off (restored afterwards), and every
+// failure becomes an exception whose message names the file and object.
+#include <kpl/hdf5_io.hpp>
+
+#include <hdf5.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <system_error>
+#include <unistd.h>
+#include <utility>
+
+static_assert(std::is_same_v<hid_t, std::int64_t>,
+              "kpl stores hid_t as int64_t (HDF5 >= 1.10)");
+
+namespace kpl::hdf5 {
+namespace {
+
+// Switches HDF5's automatic error-stack printing off for one scope and puts
+// back whatever the application had, so kpl changes no global HDF5 setting.
+class QuietErrors {
+ public:
+  QuietErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &function_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, function_, data_); }
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t function_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// Owns one HDF5 identifier and closes it with the matching H5*close.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  ~Handle() { reset(); }
+  Handle(Handle&& other) noexcept
+      : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+      closer_ = other.closer_;
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  void reset() {
+    if (id_ >= 0 && closer_ != nullptr) closer_(id_);
+    id_ = H5I_INVALID_HID;
+  }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+std::string in_quotes(const std::string& text) { return "'" + text + "'"; }
+
+// "/A" for "A" and "/A": messages and lookups use absolute names.
+std::string absolute(const std::string& name) {
+  if (name.empty() || name.front() != '/') return "/" + name;
+  return name;
+}
+
+std::string shape_text(const std::vector<std::size_t>& extents) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < extents.size(); ++d) {
+    if (d > 0) text += ", ";
+    text += std::to_string(extents[d]);
+  }
+  return text + "]";
+}
+
+const char* element_type_name(element_type type) {
+  switch (type) {
+    case element_type::float64: return "float64";
+    case element_type::float32: return "float32";
+    case element_type::int64: return "int64";
+    case element_type::int32: return "int32";
+  }
+  return "unknown";
+}
+
+hid_t memory_type(element_type type) {
+  switch (type) {
+    case element_type::float64: return H5T_NATIVE_DOUBLE;
+    case element_type::float32: return H5T_NATIVE_FLOAT;
+    case element_type::int64: return H5T_NATIVE_INT64;
+    case element_type::int32: return H5T_NATIVE_INT32;
+  }
+  return H5I_INVALID_HID;
+}
+
+// Little-endian IEEE and two's-complement types, as h5py writes on x86 and Arm.
+hid_t file_type(element_type type) {
+  switch (type) {
+    case element_type::float64: return H5T_IEEE_F64LE;
+    case element_type::float32: return H5T_IEEE_F32LE;
+    case element_type::int64: return H5T_STD_I64LE;
+    case element_type::int32: return H5T_STD_I32LE;
+  }
+  return H5I_INVALID_HID;
+}
+
+// True when every link on the way to `name` exists (H5Lexists needs that).
+bool link_exists(hid_t location, const std::string& name) {
+  const std::string path = absolute(name);
+  std::size_t position = 0;
+  while ((position = path.find('/', position + 1)) != std::string::npos) {
+    if (H5Lexists(location, path.substr(0, position).c_str(), H5P_DEFAULT) <= 0) return false;
+  }
+  return path == "/" || H5Lexists(location, path.c_str(), H5P_DEFAULT) > 0;
+}
+
+// Whether an existing link names a dataset (rather than a group or type).
+// H5Iget_type on the opened object keeps this independent of the H5O_info_t
+// layout, which changed between HDF5 1.10 and 1.12.
+bool is_dataset(hid_t location, const std::string& name) {
+  Handle object(H5Oopen(location, absolute(name).c_str(), H5P_DEFAULT), H5Oclose);
+  return object.valid() && H5Iget_type(object.get()) == H5I_DATASET;
+}
+
+// The dataset's type, described for messages: "a string", "float64", ...
+std::string describe_type(hid_t type) {
+  const auto type_class = H5Tget_class(type);
+  const auto size = H5Tget_size(type);
+  switch (type_class) {
+    case H5T_FLOAT: return "float" + std::to_string(8 * size);
+    case H5T_INTEGER:
+      return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * size);
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ENUM: return "enum";
+    case H5T_ARRAY: return "array";
+    case H5T_VLEN: return "variable-length";
+    default: return "non-numeric";
+  }
+}
+
+// Whether a dataset of file type `type` can be read as `wanted` without
+// losing what the caller asked for (see InputFile::read).
+bool readable_as(hid_t type, element_type wanted) {
+  const auto type_class = H5Tget_class(type);
+  const auto size = H5Tget_size(type);
+  const bool is_unsigned = type_class == H5T_INTEGER && H5Tget_sign(type) == H5T_SGN_NONE;
+  switch (wanted) {
+    case element_type::float64:
+    case element_type::float32: return type_class == H5T_FLOAT || type_class == H5T_INTEGER;
+    case element_type::int64:
+      return type_class == H5T_INTEGER && (size < 8 || (size == 8 && !is_unsigned));
+    case element_type::int32:
+      return type_class == H5T_INTEGER && (size < 4 || (size == 4 && !is_unsigned));
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- InputFile
+
+InputFile::InputFile(std::string path) : path_(std::move(path)) {
+  QuietErrors quiet;
+  std::error_code error;
+  const auto status = std::filesystem::status(path_, error);
+  if (!std::filesystem::exists(status)) {
+    throw input_error("cannot open " + in_quotes(path_) + ": no such file");
+  }
+  if (std::filesystem::is_directory(status)) {
+    throw input_error("cannot open " + in_quotes(path_) + ": it is a directory");
+  }
+  if (::access(path_.c_str(), R_OK) != 0) {
+    throw input_error("cannot open " + in_quotes(path_) + ": " + std::strerror(errno));
+  }
+  if (H5Fis_hdf5(path_.c_str()) <= 0) {
+    throw input_error("cannot open " + in_quotes(path_) + ": not an HDF5 file");
+  }
+  file_ = H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file_ < 0) {
+    throw input_error("cannot open " + in_quotes(path_) + ": HDF5 could not read it");
+  }
+}
+
+InputFile::~InputFile() {
+  if (file_ >= 0) {
+    QuietErrors quiet;
+    H5Fclose(file_);
+  }
+}
+
+InputFile::InputFile(InputFile&& other) noexcept
+    : path_(std::move(other.path_)), file_(std::exchange(other.file_, -1)) {}
+
+InputFile& InputFile::operator=(InputFile&& other) noexcept {
+  if (this != &other) {
+    if (file_ >= 0) {
+      QuietErrors quiet;
+      H5Fclose(file_);
+    }
+    path_ = std::move(other.path_);
+    file_ = std::exchange(other.file_, -1);
+  }
+  return *this;
+}
+
+bool InputFile::has_dataset(const std::string& dataset) const {
+  QuietErrors quiet;
+  return link_exists(file_, dataset) && is_dataset(file_, dataset);
+}
+
+std::vector<std::size_t> InputFile::shape(const std::string& dataset) const {
+  QuietErrors quiet;
+  const std::string name = absolute(dataset);
+  const std::string where = in_quotes(path_) + ": dataset " + name;
+  if (!link_exists(file_, name)) {
+    throw input_error(in_quotes(path_) + ": dataset " + name + " is missing");
+  }
+  if (!is_dataset(file_, name)) throw input_error(where + " is not a dataset");
+  Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!set.valid()) throw input_error(where + " cannot be opened");
+  Handle space(H5Dget_space(set.get()), H5Sclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0) throw input_error(where + " has no readable shape");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return std::vector<std::size_t>(dims.begin(), dims.end());
+}
+
+std::vector<std::size_t> InputFile::checked_shape(const std::string& dataset, int rank,
+                                                  element_type type,
+                                                  bool allow_empty) const {
+  const std::string name = absolute(dataset);
+  const std::string where = in_quotes(path_) + ": dataset " + name;
+  auto extents = shape(name);
+  QuietErrors quiet;
+  if (static_cast<int>(extents.size()) != rank) {
+    throw input_error(where + " has rank " + std::to_string(extents.size()) + " (shape " +
+                      shape_text(extents) + "), expected rank " + std::to_string(rank));
+  }
+  Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle stored_type(H5Dget_type(set.get()), H5Tclose);
+  if (!stored_type.valid()) throw input_error(where + " has an unreadable type");
+  if (!readable_as(stored_type.get(), type)) {
+    const auto type_class = H5Tget_class(stored_type.get());
+    const bool numeric = type_class == H5T_FLOAT || type_class == H5T_INTEGER;
+    throw input_error(where + (numeric ? " has the wrong type: " : " has an unsupported type: ") +
+                      describe_type(stored_type.get()) + " cannot be read as " +
+                      element_type_name(type));
+  }
+  std::size_t count = 1;
+  for (auto extent : extents) count *= extent;
+  if (count == 0 && !allow_empty) {
+    throw input_error(where + " is empty (shape " + shape_text(extents) + ")");
+  }
+  return extents;
+}
+
+void InputFile::read_raw(const std::string& dataset, element_type type, void* data,
+                         std::size_t count) const {
+  if (count == 0) return;
+  QuietErrors quiet;
+  const std::string name = absolute(dataset);
+  Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!set.valid() ||
+      H5Dread(set.get(), memory_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+    throw input_error(in_quotes(path_) + ": dataset " + name + " could not be read (damaged file?)");
+  }
+}
+
+void InputFile::fail_not_finite(const std::string& dataset,
+                                const std::vector<std::size_t>& extents,
+                                std::size_t flat_index) const {
+  // Turn the row-major flat index back into the coordinate a user would type.
+  std::vector<std::size_t> coordinate(extents.size());
+  for (std::size_t d = extents.size(); d-- > 0;) {
+    coordinate[d] = flat_index % extents[d];
+    flat_index /= extents[d];
+  }
+  throw input_error(in_quotes(path_) + ": dataset " + absolute(dataset) +
+                    " holds NaN or Inf at " + shape_text(coordinate) +
+                    "; finite values are required");
+}
+
+namespace {
+// Opens a file-level object ("/" or a dataset or group path) for attributes.
+Handle open_attribute_owner(hid_t file, const std::string& file_path,
+                            const std::string& object) {
+  const std::string name = absolute(object);
+  if (!link_exists(file, name)) {
+    throw input_error(in_quotes(file_path) + ": object " + name + " is missing");
+  }
+  Handle owner(H5Oopen(file, name.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!owner.valid()) throw input_error(in_quotes(file_path) + ": object " + name + " cannot be opened");
+  return owner;
+}
+
+Handle open_attribute(hid_t file, const std::string& file_path, const std::string& object,
+                      const std::string& attribute) {
+  Handle owner = open_attribute_owner(file, file_path, object);
+  if (H5Aexists(owner.get(), attribute.c_str()) <= 0) {
+    throw input_error(in_quotes(file_path) + ": attribute '" + attribute + "' of " +
+                      absolute(object) + " is missing");
+  }
+  return Handle(H5Aopen(owner.get(), attribute.c_str(), H5P_DEFAULT), H5Aclose);
+}
+
+std::string attribute_where(const std::string& file_path, const std::string& object,
+                            const std::string& attribute) {
+  return in_quotes(file_path) + ": attribute '" + attribute + "' of " + absolute(object);
+}
+
+// Reads a numeric attribute holding exactly one value (scalar or [1]).
+template <class T>
+T read_single_number(hid_t file, const std::string& file_path, const std::string& object,
+                     const std::string& attribute, hid_t memory, bool integers_only) {
+  QuietErrors quiet;
+  const std::string where = attribute_where(file_path, object, attribute);
+  Handle attr = open_attribute(file, file_path, object, attribute);
+  Handle type(H5Aget_type(attr.get()), H5Tclose);
+  const auto type_class = H5Tget_class(type.get());
+  if (type_class != H5T_INTEGER && !(type_class == H5T_FLOAT && !integers_only)) {
+    throw input_error(where + " has the wrong type: " + describe_type(type.get()) +
+                      (integers_only ? ", an integer is expected" : ", a number is expected"));
+  }
+  Handle space(H5Aget_space(attr.get()), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) {
+    throw input_error(where + " must hold exactly one value");
+  }
+  T value{};
+  if (H5Aread(attr.get(), memory, &value) < 0) throw input_error(where + " could not be read");
+  return value;
+}
+}  // namespace
+
+bool InputFile::has_attribute(const std::string& object, const std::string& name) const {
+  QuietErrors quiet;
+  if (!link_exists(file_, object)) return false;
+  return H5Aexists_by_name(file_, absolute(object).c_str(), name.c_str(), H5P_DEFAULT) > 0;
+}
+
+std::string InputFile::read_string_attribute(const std::string& object,
+                                             const std::string& name) const {
+  QuietErrors quiet;
+  const std::string where = attribute_where(path_, object, name);
+  Handle attr = open_attribute(file_, path_, object, name);
+  Handle type(H5Aget_type(attr.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != H5T_STRING) {
+    throw input_error(where + " has the wrong type: " + describe_type(type.get()) +
+                      ", a string is expected");
+  }
+  Handle space(H5Aget_space(attr.get()), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) {
+    throw input_error(where + " must hold exactly one string");
+  }
+  if (H5Tis_variable_str(type.get()) > 0) {
+    // h5py's default for str attributes: variable length, UTF-8.
+    Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory.get(), H5T_VARIABLE);
+    H5Tset_cset(memory.get(), H5Tget_cset(type.get()));
+    char* text = nullptr;
+    if (H5Aread(attr.get(), memory.get(), &text) < 0) throw input_error(where + " could not be read");
+    std::string value = text != nullptr ? text : "";
+    H5free_memory(text);
+    return value;
+  }
+  const std::size_t size = H5Tget_size(type.get());
+  std::string value(size, '\0');
+  Handle memory(H5Tcopy(type.get()), H5Tclose);
+  if (H5Aread(attr.get(), memory.get(), value.data()) < 0) {
+    throw input_error(where + " could not be read");
+  }
+  // Fixed-length strings are padded with NULs or spaces.
+  const auto end = value.find('\0');
+  if (end != std::string::npos) value.resize(end);
+  if (H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) {
+    value.erase(value.find_last_not_of(' ') + 1);
+  }
+  return value;
+}
+
+double InputFile::read_number_attribute(const std::string& object, const std::string& name) const {
+  return read_single_number<double>(file_, path_, object, name, H5T_NATIVE_DOUBLE, false);
+}
+
+std::int64_t InputFile::read_integer_attribute(const std::string& object,
+                                               const std::string& name) const {
+  return read_single_number<std::int64_t>(file_, path_, object, name, H5T_NATIVE_INT64, true);
+}
+
+void require_matching_extent(const InputFile& file, const std::string& dataset_a,
+                             int dimension_a, const std::string& dataset_b, int dimension_b) {
+  const auto shape_a = file.shape(dataset_a);
+  const auto shape_b = file.shape(dataset_b);
+  const auto describe = [](const std::string& name, const std::vector<std::size_t>& shape,
+                           int dimension) {
+    return "dimension " + std::to_string(dimension) + " of " + absolute(name) + " (shape " +
+           shape_text(shape) + ")";
+  };
+  if (dimension_a < 0 || dimension_a >= static_cast<int>(shape_a.size())) {
+    throw input_error(in_quotes(file.path()) + ": " + absolute(dataset_a) + " has no " +
+                      describe(dataset_a, shape_a, dimension_a));
+  }
+  if (dimension_b < 0 || dimension_b >= static_cast<int>(shape_b.size())) {
+    throw input_error(in_quotes(file.path()) + ": " + absolute(dataset_b) + " has no " +
+                      describe(dataset_b, shape_b, dimension_b));
+  }
+  if (shape_a[dimension_a] != shape_b[dimension_b]) {
+    throw input_error(in_quotes(file.path()) + ": dimension mismatch: " +
+                      describe(dataset_a, shape_a, dimension_a) + " is " +
+                      std::to_string(shape_a[dimension_a]) + " but " +
+                      describe(dataset_b, shape_b, dimension_b) + " is " +
+                      std::to_string(shape_b[dimension_b]));
+  }
+}
+
+// --------------------------------------------------------------- OutputFile
+
+OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  QuietErrors quiet;
+  namespace fs = std::filesystem;
+  const fs::path target(path_);
+  const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code error;
+  if (!fs::is_directory(directory, error)) {
+    throw input_error("cannot write " + in_quotes(path_) + ": directory " +
+                      in_quotes(directory.string()) + " does not exist");
+  }
+  if (fs::is_directory(target, error)) {
+    throw input_error("cannot write " + in_quotes(path_) + ": it is a directory");
+  }
+  partial_path_ = path_ + ".partial-" + std::to_string(::getpid());
+  file_ = H5Fcreate(partial_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (file_ < 0) {
+    throw input_error("cannot write " + in_quotes(path_) + ": cannot create " +
+                      in_quotes(partial_path_) + " (" + std::strerror(errno) + ")");
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (!committed_) close_and_remove();
+}
+
+void OutputFile::close_and_remove() noexcept {
+  QuietErrors quiet;
+  if (file_ >= 0) H5Fclose(file_);
+  file_ = -1;
+  std::error_code ignored;
+  if (!partial_path_.empty()) std::filesystem::remove(partial_path_, ignored);
+}
+
+void OutputFile::write_raw(const std::string& dataset, element_type type, const void* data,
+                           const std::vector<std::size_t>& extents) {
+  QuietErrors quiet;
+  const std::string name = absolute(dataset);
+  const std::string where = "cannot write " + in_quotes(path_) + ": dataset " + name;
+  if (committed_) throw runtime_error(where + ": the file was already committed");
+  if (link_exists(file_, name)) throw runtime_error(where + " was already written");
+  std::vector<hsize_t> dims(extents.begin(), extents.end());
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+  Handle link_properties(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(link_properties.get(), 1);
+  Handle set(H5Dcreate2(file_, name.c_str(), file_type(type), space.get(),
+                        link_properties.get(), H5P_DEFAULT, H5P_DEFAULT),
+             H5Dclose);
+  if (!set.valid()) throw runtime_error(where + " could not be created");
+  std::size_t count = 1;
+  for (auto extent : extents) count *= extent;
+  if (count > 0 &&
+      H5Dwrite(set.get(), memory_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+    throw runtime_error(where + " could not be written (disk full?)");
+  }
+}
+
+std::int64_t OutputFile::open_object(const std::string& object) const {
+  const std::string name = absolute(object);
+  if (!link_exists(file_, name)) {
+    throw runtime_error("cannot write " + in_quotes(path_) + ": object " + name +
+                        " must be written before its attributes");
+  }
+  return H5Oopen(file_, name.c_str(), H5P_DEFAULT);
+}
+
+namespace {
+void write_attribute_value(hid_t owner_id, const std::string& where, const std::string& name,
+                           hid_t type, const void* value) {
+  Handle owner(owner_id, H5Oclose);
+  if (!owner.valid()) throw runtime_error(where + " cannot be opened");
+  if (H5Aexists(owner.get(), name.c_str()) > 0) H5Adelete(owner.get(), name.c_str());
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attr(H5Acreate2(owner.get(), name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+              H5Aclose);
+  if (!attr.valid() || H5Awrite(attr.get(), type, value) < 0) {
+    throw runtime_error(where + ": attribute '" + name + "' could not be written");
+  }
+}
+}  // namespace
+
+void OutputFile::write_attribute(const std::string& object, const std::string& name,
+                                 const std::string& value) {
+  QuietErrors quiet;
+  // Variable-length UTF-8, which h5py returns as str.
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  const char* text = value.c_str();
+  write_attribute_value(open_object(object), "cannot write " + in_quotes(path_) + ": " + absolute(object),
+                        name, type.get(), &text);
+}
+
+void OutputFile::write_attribute(const std::string& object, const std::string& name,
+                                 double value) {
+  QuietErrors quiet;
+  write_attribute_value(open_object(object), "cannot write " + in_quotes(path_) + ": " + absolute(object),
+                        name, H5T_NATIVE_DOUBLE, &value);
+}
+
+void OutputFile::write_attribute(const std::string& object, const std::string& name,
+                                 std::int64_t value) {
+  QuietErrors quiet;
+  write_attribute_value(open_object(object), "cannot write " + in_quotes(path_) + ": " + absolute(object),
+                        name, H5T_NATIVE_INT64, &value);
+}
+
+void OutputFile::commit() {
+  QuietErrors quiet;
+  if (committed_) return;
+  if (H5Fclose(file_) < 0) {
+    file_ = -1;
+    close_and_remove();
+    throw runtime_error("cannot write " + in_quotes(path_) + ": closing the HDF5 file failed");
+  }
+  file_ = -1;
+  std::error_code error;
+  std::filesystem::rename(partial_path_, path_, error);
+  if (error) {
+    close_and_remove();
+    throw runtime_error("cannot write " + in_quotes(path_) + ": " + error.message());
+  }
+  committed_ = true;
+}
+
+}  // namespace kpl::hdf5

@@ -1,0 +1,44 @@
+// The bandwidth ceiling every memory-bound kpl kernel is compared with: a
+// device-to-device copy in the same run, counting bytes read plus written.
+#include <kpl/execution_spaces.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+namespace {
+
+template <class ExecutionSpace>
+void copy(benchmark::State& state) {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const auto length = static_cast<std::size_t>(state.range(0));
+  const ExecutionSpace space;
+  Kokkos::View<float*, MemorySpace> source(Kokkos::view_alloc(space, "source"), length);
+  Kokkos::View<float*, MemorySpace> destination(Kokkos::view_alloc(space, "destination"), length);
+  Kokkos::deep_copy(space, source, 1.0f);
+  space.fence();
+  for (auto _ : state) {
+    Kokkos::deep_copy(space, destination, source);
+    space.fence();
+  }
+  const double bytes = 2.0 * sizeof(float) * static_cast<double>(length);
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string("backend=") + ExecutionSpace::name());
+}
+
+const bool registered = [] {
+  kpl::for_each_execution_space([](auto tag) {
+    using ExecutionSpace = typename decltype(tag)::type;
+    benchmark::RegisterBenchmark(
+        (std::string("copy/float/") + ExecutionSpace::name()).c_str(), copy<ExecutionSpace>)
+        ->RangeMultiplier(16)
+        ->Range(1 << 16, 1 << 28)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  });
+  return true;
+}();
+
+}  // namespace

@@ -1,0 +1,33 @@
+# Runs one kpl command line and checks its exit status and output, since CTest
+# itself only tells zero from non-zero.
+#   cmake -DCOMMAND=<program|arg|arg...> -DSTATUS=<n> [-DSTDOUT=<regex>] [-DSTDERR=<regex>]
+#         [-DNO_STDOUT=ON] [-DCREATES=<file>] [-DABSENT=<file>] -P expect.cmake
+string(REPLACE "|" ";" COMMAND "${COMMAND}")
+if(DEFINED CREATES)
+  file(REMOVE "${CREATES}")
+endif()
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE status
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(report "command: ${COMMAND}\nstatus: ${status}\nstdout:\n${out}\nstderr:\n${err}")
+if(NOT status STREQUAL "${STATUS}")
+  message(FATAL_ERROR "expected exit status ${STATUS}\n${report}")
+endif()
+if(DEFINED STDOUT AND NOT out MATCHES "${STDOUT}")
+  message(FATAL_ERROR "stdout does not match '${STDOUT}'\n${report}")
+endif()
+if(DEFINED STDERR AND NOT err MATCHES "${STDERR}")
+  message(FATAL_ERROR "stderr does not match '${STDERR}'\n${report}")
+endif()
+if(NO_STDOUT AND NOT out STREQUAL "")
+  message(FATAL_ERROR "expected nothing on stdout\n${report}")
+endif()
+if(DEFINED CREATES)
+  if(NOT EXISTS "${CREATES}")
+    message(FATAL_ERROR "expected ${CREATES} to be written\n${report}")
+  endif()
+  file(REMOVE "${CREATES}")
+endif()
+if(DEFINED ABSENT AND EXISTS "${ABSENT}")
+  message(FATAL_ERROR "expected no ${ABSENT}\n${report}")
+endif()
+message(STATUS "ok: ${COMMAND} -> ${status}")

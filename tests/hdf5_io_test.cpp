@@ -1,0 +1,495 @@
+// kpl::hdf5: round trips of every supported element type and rank, attributes,
+// every error the reader reports, and the all-or-nothing output file.
+#include "execution_space_test.hpp"
+
+#include <kpl/hdf5_io.hpp>
+
+#include <hdf5.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+using kpl::hdf5::HostArray;
+using kpl::hdf5::InputFile;
+using kpl::hdf5::OutputFile;
+using kpl::hdf5::ReadRequirements;
+
+namespace {
+
+// A fresh directory per test, removed afterwards.
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    // Typed suites are named "Suite/0": keep the name one path component.
+    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
+    for (char& c : name) c = (c == '/') ? '_' : c;
+    path_ = fs::temp_directory_path() / ("kpl_hdf5_" + std::to_string(::getpid()) + "_" + name);
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(path_)) {
+      names.push_back(entry.path().filename().string());
+    }
+    return names;
+  }
+
+ private:
+  fs::path path_;
+};
+
+// Runs `action`, which must throw Exception with every fragment in its message.
+template <class Exception, class Action>
+void expect_error(Action&& action, const std::vector<std::string>& fragments) {
+  try {
+    action();
+    FAIL() << "no exception; expected one mentioning '" << fragments.front() << "'";
+  } catch (const Exception& error) {
+    const std::string message = error.what();
+    for (const auto& fragment : fragments) {
+      EXPECT_NE(message.find(fragment), std::string::npos)
+          << "message '" << message << "' does not mention '" << fragment << "'";
+    }
+  }
+}
+
+// Files the writer cannot make (strings, compounds, unsigned data, fixed-length
+// string attributes) are built directly with the C API, as h5py would.
+void write_with_c_api(const std::string& path, const std::function<void(hid_t)>& body) {
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  body(file);
+  H5Fclose(file);
+}
+
+template <class T>
+T random_value(std::mt19937_64& generator) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::uniform_real_distribution<T>(-1e3, 1e3)(generator);
+  } else {
+    return std::uniform_int_distribution<T>(std::numeric_limits<T>::min(),
+                                            std::numeric_limits<T>::max())(generator);
+  }
+}
+
+template <class T>
+class ElementType : public ::testing::Test {};
+using ElementTypes = ::testing::Types<double, float, std::int64_t, std::int32_t>;
+TYPED_TEST_SUITE(ElementType, ElementTypes);
+
+}  // namespace
+
+TYPED_TEST(ElementType, RoundTripsRanksOneToThree) {
+  using T = TypeParam;
+  ScratchDirectory directory;
+  std::mt19937_64 generator(20261122);
+  HostArray<T, 1> vector("vector", 7);
+  HostArray<T, 2> matrix("matrix", 5, 3);
+  HostArray<T, 3> cube("cube", 2, 3, 4);
+  for (std::size_t i = 0; i < vector.size(); ++i) vector.data()[i] = random_value<T>(generator);
+  for (std::size_t i = 0; i < matrix.size(); ++i) matrix.data()[i] = random_value<T>(generator);
+  for (std::size_t i = 0; i < cube.size(); ++i) cube.data()[i] = random_value<T>(generator);
+
+  const auto path = directory.file("round_trip.h5");
+  {
+    OutputFile output(path);
+    output.write("vector", vector);
+    output.write("/group/nested/matrix", matrix);
+    output.write("cube", cube);
+    output.commit();
+  }
+  const InputFile input(path);
+  EXPECT_EQ(input.shape("/group/nested/matrix"), (std::vector<std::size_t>{5, 3}));
+  const auto vector_read = input.read<T, 1>("vector");
+  const auto matrix_read = input.read<T, 2>("group/nested/matrix");
+  const auto cube_read = input.read<T, 3>("/cube");
+  ASSERT_EQ(vector_read.extent(0), 7u);
+  for (std::size_t i = 0; i < 7; ++i) EXPECT_EQ(vector_read(i), vector(i));
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t j = 0; j < 3; ++j) EXPECT_EQ(matrix_read(i, j), matrix(i, j));
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t k = 0; k < 4; ++k) EXPECT_EQ(cube_read(i, j, k), cube(i, j, k));
+}
+
+TEST(Hdf5Output, WritesAnyLayoutRowMajor) {
+  ScratchDirectory directory;
+  Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace> column_major("left", 4, 3);
+  Kokkos::View<double***, Kokkos::LayoutLeft, Kokkos::HostSpace> cube("cube", 2, 3, 5);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j) column_major(i, j) = 10 * i + j;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 5; ++k) cube(i, j, k) = 100 * i + 10 * j + k;
+  // A strided, non-contiguous view: every other row of a LayoutRight matrix.
+  HostArray<double, 2> wide("wide", 6, 2);
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 2; ++j) wide(i, j) = 7 * i + j;
+  Kokkos::View<double**, Kokkos::LayoutStride, Kokkos::HostSpace> every_other_row(
+      wide.data(), Kokkos::LayoutStride(3, 4, 2, 1));
+  const auto transposed_column = Kokkos::subview(column_major, 1, Kokkos::ALL);
+
+  const auto path = directory.file("layouts.h5");
+  {
+    OutputFile output(path);
+    output.write("left", column_major);
+    output.write("cube", cube);
+    output.write("strided", every_other_row);
+    output.write("row", transposed_column);
+    output.commit();
+  }
+  const InputFile input(path);
+  const auto left = input.read<double, 2>("left");
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j) EXPECT_EQ(left(i, j), 10 * i + j);
+  const auto cube_read = input.read<double, 3>("cube");
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 5; ++k) EXPECT_EQ(cube_read(i, j, k), 100 * i + 10 * j + k);
+  const auto strided = input.read<double, 2>("strided");
+  ASSERT_EQ(input.shape("strided"), (std::vector<std::size_t>{3, 2}));
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j) EXPECT_EQ(strided(i, j), 7 * (2 * i) + j);
+  const auto row = input.read<double, 1>("row");
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(row(j), 10 + j);
+}
+
+TEST(Hdf5Output, WritesAndReadsEmptyDatasetsWhenAllowed) {
+  ScratchDirectory directory;
+  const auto path = directory.file("empty.h5");
+  {
+    OutputFile output(path);
+    output.write("none", HostArray<double, 2>("none", 0, 4));
+    output.commit();
+  }
+  const InputFile input(path);
+  expect_error<kpl::input_error>([&] { input.read<double, 2>("none"); },
+                                 {path, "/none", "empty", "[0, 4]"});
+  const auto none = input.read<double, 2>("none", ReadRequirements{false, true});
+  EXPECT_EQ(none.extent(0), 0u);
+  EXPECT_EQ(none.extent(1), 4u);
+}
+
+TEST(Hdf5Input, ConvertsOnlyWithoutLoss) {
+  ScratchDirectory directory;
+  const auto path = directory.file("types.h5");
+  HostArray<std::int32_t, 1> integers("integers", 3);
+  HostArray<std::int64_t, 1> wide_integers("wide", 3);
+  HostArray<double, 1> doubles("doubles", 3);
+  for (int i = 0; i < 3; ++i) {
+    integers(i) = i - 1;
+    wide_integers(i) = (std::int64_t(1) << 40) + i;
+    doubles(i) = 0.25 * i;
+  }
+  {
+    OutputFile output(path);
+    output.write("integers", integers);
+    output.write("wide", wide_integers);
+    output.write("doubles", doubles);
+    output.commit();
+  }
+  const InputFile input(path);
+  const auto as_double = input.read<double, 1>("integers");
+  EXPECT_EQ(as_double(0), -1.0);
+  const auto as_int64 = input.read<std::int64_t, 1>("integers");
+  EXPECT_EQ(as_int64(2), 1);
+  const auto as_float = input.read<float, 1>("doubles");  // the caller chose float precision
+  EXPECT_EQ(as_float(1), 0.25f);
+  expect_error<kpl::input_error>([&] { input.read<std::int32_t, 1>("doubles"); },
+                                 {path, "/doubles", "wrong type", "float64", "int32"});
+  expect_error<kpl::input_error>([&] { input.read<std::int32_t, 1>("wide"); },
+                                 {path, "/wide", "wrong type", "int64", "int32"});
+}
+
+TEST(Hdf5Input, ReportsMissingAndForeignFiles) {
+  ScratchDirectory directory;
+  const auto missing = directory.file("missing.h5");
+  expect_error<kpl::input_error>([&] { InputFile file(missing); }, {missing, "no such file"});
+  const auto text = directory.file("notes.h5");
+  std::ofstream(text) << "this is not HDF5\n";
+  expect_error<kpl::input_error>([&] { InputFile file(text); }, {text, "not an HDF5 file"});
+  const auto empty = directory.file("zero_bytes.h5");
+  std::ofstream{empty};
+  expect_error<kpl::input_error>([&] { InputFile file(empty); }, {empty, "not an HDF5 file"});
+  expect_error<kpl::input_error>([&] { InputFile file(directory.file("")); }, {"directory"});
+}
+
+TEST(Hdf5Input, ReportsMissingDatasetsWrongRankAndGroups) {
+  ScratchDirectory directory;
+  const auto path = directory.file("shapes.h5");
+  {
+    OutputFile output(path);
+    output.write("group/matrix", HostArray<double, 2>("m", 2, 3));
+    output.commit();
+  }
+  const InputFile input(path);
+  EXPECT_TRUE(input.has_dataset("/group/matrix"));
+  EXPECT_FALSE(input.has_dataset("/group"));
+  EXPECT_FALSE(input.has_dataset("/nowhere/matrix"));
+  expect_error<kpl::input_error>([&] { input.read<double, 1>("b"); }, {path, "/b", "missing"});
+  expect_error<kpl::input_error>([&] { input.read<double, 2>("/nowhere/matrix"); },
+                                 {path, "/nowhere/matrix", "missing"});
+  expect_error<kpl::input_error>([&] { input.read<double, 1>("group"); },
+                                 {path, "/group", "not a dataset"});
+  expect_error<kpl::input_error>([&] { input.read<double, 1>("group/matrix"); },
+                                 {path, "/group/matrix", "rank 2", "[2, 3]", "expected rank 1"});
+  expect_error<kpl::input_error>([&] { input.read<double, 3>("group/matrix"); },
+                                 {"expected rank 3"});
+}
+
+TEST(Hdf5Input, ReportsUnsupportedTypes) {
+  ScratchDirectory directory;
+  const auto path = directory.file("foreign.h5");
+  write_with_c_api(path, [](hid_t file) {
+    const hsize_t two = 2;
+    const hid_t space = H5Screate_simple(1, &two, nullptr);
+    const hid_t text = H5Tcopy(H5T_C_S1);
+    H5Tset_size(text, 4);
+    const char words[8] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
+    const hid_t strings = H5Dcreate2(file, "words", text, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(strings, text, H5S_ALL, H5S_ALL, H5P_DEFAULT, words);
+    H5Dclose(strings);
+    const hid_t pair = H5Tcreate(H5T_COMPOUND, 16);
+    H5Tinsert(pair, "re", 0, H5T_NATIVE_DOUBLE);
+    H5Tinsert(pair, "im", 8, H5T_NATIVE_DOUBLE);
+    const double values[4] = {1, 2, 3, 4};
+    const hid_t complex = H5Dcreate2(file, "complex", pair, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(complex, pair, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
+    H5Dclose(complex);
+    const std::uint64_t big[2] = {1, 2};
+    const hid_t unsigned_set =
+        H5Dcreate2(file, "unsigned", H5T_STD_U64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(unsigned_set, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, big);
+    H5Dclose(unsigned_set);
+    H5Tclose(pair);
+    H5Tclose(text);
+    H5Sclose(space);
+  });
+  const InputFile input(path);
+  expect_error<kpl::input_error>([&] { input.read<double, 1>("words"); },
+                                 {path, "/words", "unsupported type", "string"});
+  expect_error<kpl::input_error>([&] { input.read<float, 1>("complex"); },
+                                 {path, "/complex", "unsupported type", "compound"});
+  expect_error<kpl::input_error>([&] { input.read<std::int64_t, 1>("unsigned"); },
+                                 {path, "/unsigned", "uint64", "int64"});
+  EXPECT_EQ((input.read<double, 1>("unsigned")(1)), 2.0);
+}
+
+TEST(Hdf5Input, RejectsNanAndInfOnlyWhereFiniteValuesAreRequired) {
+  ScratchDirectory directory;
+  const auto path = directory.file("finite.h5");
+  HostArray<double, 2> with_nan("with_nan", 3, 4);
+  HostArray<float, 1> with_inf("with_inf", 5);
+  Kokkos::deep_copy(with_nan, 1.0);
+  Kokkos::deep_copy(with_inf, 2.0f);
+  with_nan(2, 1) = std::numeric_limits<double>::quiet_NaN();
+  with_inf(4) = -std::numeric_limits<float>::infinity();
+  {
+    OutputFile output(path);
+    output.write("with_nan", with_nan);
+    output.write("with_inf", with_inf);
+    output.commit();
+  }
+  const InputFile input(path);
+  const ReadRequirements finite{true, false};
+  expect_error<kpl::input_error>([&] { input.read<double, 2>("with_nan", finite); },
+                                 {path, "/with_nan", "NaN or Inf", "[2, 1]"});
+  expect_error<kpl::input_error>([&] { input.read<float, 1>("with_inf", finite); },
+                                 {path, "/with_inf", "[4]"});
+  expect_error<kpl::input_error>([&] { input.read<double, 1>("with_inf", finite); },
+                                 {"/with_inf", "[4]"});
+  EXPECT_TRUE(std::isnan(input.read<double, 2>("with_nan")(2, 1)));
+}
+
+TEST(Hdf5Input, ReportsDimensionMismatchNamingBothDatasets) {
+  ScratchDirectory directory;
+  const auto path = directory.file("system.h5");
+  {
+    OutputFile output(path);
+    output.write("A", HostArray<double, 2>("A", 80, 25));
+    output.write("b", HostArray<double, 2>("b", 3, 79));
+    output.write("b_ok", HostArray<double, 1>("b_ok", 80));
+    output.commit();
+  }
+  const InputFile input(path);
+  kpl::hdf5::require_matching_extent(input, "A", 0, "b_ok", 0);
+  expect_error<kpl::input_error>(
+      [&] { kpl::hdf5::require_matching_extent(input, "A", 0, "b", 1); },
+      {path, "dimension mismatch", "/A", "[80, 25]", "80", "/b", "[3, 79]", "79"});
+  expect_error<kpl::input_error>(
+      [&] { kpl::hdf5::require_matching_extent(input, "b_ok", 1, "A", 0); },
+      {path, "/b_ok", "dimension 1"});
+}
+
+TEST(Hdf5Attributes, RoundTripStringsAndNumbers) {
+  ScratchDirectory directory;
+  const auto path = directory.file("attributes.h5");
+  {
+    OutputFile output(path);
+    output.write("x", HostArray<double, 1>("x", 2));
+    output.write_attribute("/", "precision", "double");
+    output.write_attribute("/", "tolerance", 1.5e-10);
+    output.write_attribute("x", "iterations", std::int64_t{42});
+    output.write_attribute("x", "note", std::string("unicode: \xce\xbb = 0.1"));
+    output.write_attribute("x", "note", std::string("rewritten"));
+    output.commit();
+  }
+  const InputFile input(path);
+  EXPECT_EQ(input.read_string_attribute("/", "precision"), "double");
+  EXPECT_EQ(input.read_number_attribute("/", "tolerance"), 1.5e-10);
+  EXPECT_EQ(input.read_integer_attribute("/x", "iterations"), 42);
+  EXPECT_EQ(input.read_number_attribute("/x", "iterations"), 42.0);
+  EXPECT_EQ(input.read_string_attribute("x", "note"), "rewritten");
+  EXPECT_TRUE(input.has_attribute("/", "tolerance"));
+  EXPECT_FALSE(input.has_attribute("/", "absent"));
+  EXPECT_FALSE(input.has_attribute("/absent", "tolerance"));
+  expect_error<kpl::input_error>([&] { input.read_number_attribute("/", "absent"); },
+                                 {path, "'absent'", "missing"});
+  expect_error<kpl::input_error>([&] { input.read_number_attribute("/", "precision"); },
+                                 {path, "'precision'", "wrong type", "string"});
+  expect_error<kpl::input_error>([&] { input.read_integer_attribute("/", "tolerance"); },
+                                 {"'tolerance'", "integer"});
+  expect_error<kpl::input_error>([&] { input.read_string_attribute("/x", "iterations"); },
+                                 {"'iterations'", "string"});
+  expect_error<kpl::input_error>([&] { input.read_string_attribute("/y", "note"); },
+                                 {"/y", "missing"});
+}
+
+TEST(Hdf5Attributes, ReadsFixedLengthStringsAsH5pyAndNumpyWriteThem) {
+  ScratchDirectory directory;
+  const auto path = directory.file("fixed.h5");
+  write_with_c_api(path, [](hid_t file) {
+    const hid_t scalar = H5Screate(H5S_SCALAR);
+    const hid_t padded = H5Tcopy(H5T_C_S1);
+    H5Tset_size(padded, 8);
+    H5Tset_strpad(padded, H5T_STR_NULLPAD);
+    const char name[8] = {'m', 'b', 'o', 'o', 's', 't', 0, 0};
+    const hid_t attribute = H5Acreate2(file, "program", padded, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attribute, padded, name);
+    H5Aclose(attribute);
+    const hid_t spaced = H5Tcopy(H5T_C_S1);
+    H5Tset_size(spaced, 6);
+    H5Tset_strpad(spaced, H5T_STR_SPACEPAD);
+    const char version[6] = {'2', '.', '9', ' ', ' ', ' '};
+    const hid_t second = H5Acreate2(file, "version", spaced, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(second, spaced, version);
+    H5Aclose(second);
+    const float one_value[1] = {0.5f};
+    const hsize_t one = 1;
+    const hid_t vector_space = H5Screate_simple(1, &one, nullptr);
+    const hid_t third = H5Acreate2(file, "nu", H5T_IEEE_F32LE, vector_space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(third, H5T_NATIVE_FLOAT, one_value);
+    H5Aclose(third);
+    H5Sclose(vector_space);
+    H5Tclose(spaced);
+    H5Tclose(padded);
+    H5Sclose(scalar);
+  });
+  const InputFile input(path);
+  EXPECT_EQ(input.read_string_attribute("/", "program"), "mboost");
+  EXPECT_EQ(input.read_string_attribute("/", "version"), "2.9");
+  EXPECT_EQ(input.read_number_attribute("/", "nu"), 0.5);
+}
+
+TEST(Hdf5Output, LeavesNothingBehindUnlessCommitted) {
+  ScratchDirectory directory;
+  const auto path = directory.file("result.h5");
+  {
+    OutputFile output(path);
+    output.write("x", HostArray<double, 1>("x", 3));
+    EXPECT_FALSE(fs::exists(path)) << "output visible before commit";
+  }
+  EXPECT_TRUE(directory.entries().empty()) << "an uncommitted output left files behind";
+
+  // A failure half-way (the same dataset twice) leaves a previous result intact.
+  {
+    OutputFile output(path);
+    output.write("x", HostArray<double, 1>("x", 3));
+    output.write_attribute("/", "generation", std::int64_t{1});
+    output.commit();
+  }
+  try {
+    OutputFile output(path);
+    output.write_attribute("/", "generation", std::int64_t{2});
+    output.write("x", HostArray<double, 1>("x", 4));
+    output.write("x", HostArray<double, 1>("x", 4));
+    FAIL() << "writing a dataset twice must fail";
+  } catch (const kpl::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("/x"), std::string::npos);
+  }
+  EXPECT_EQ(directory.entries(), std::vector<std::string>{"result.h5"});
+  const InputFile previous(path);
+  EXPECT_EQ(previous.read_integer_attribute("/", "generation"), 1);
+  EXPECT_EQ(previous.shape("x"), std::vector<std::size_t>{3});
+}
+
+TEST(Hdf5Output, ReportsUnwritableDestinations) {
+  ScratchDirectory directory;
+  const auto nowhere = directory.file("no/such/dir/out.h5");
+  expect_error<kpl::input_error>([&] { OutputFile output(nowhere); },
+                                 {nowhere, "does not exist"});
+  expect_error<kpl::input_error>([&] { OutputFile output(directory.file("")); },
+                                 {"directory"});
+  OutputFile output(directory.file("attributes_first.h5"));
+  expect_error<kpl::runtime_error>([&] { output.write_attribute("/x", "a", 1.0); },
+                                   {"/x", "before its attributes"});
+}
+
+// --------------------------------------------------------- on every backend
+
+namespace {
+// Data read from a file, moved to the backend, transformed there and written
+// back out: the path every kpl command takes.
+template <class ExecutionSpace>
+void check_device_round_trip() {
+  ScratchDirectory directory;
+  const auto path = directory.file("device.h5");
+  HostArray<double, 2> matrix("matrix", 17, 33);
+  std::mt19937_64 generator(7);
+  for (std::size_t i = 0; i < matrix.size(); ++i) matrix.data()[i] = random_value<double>(generator);
+  {
+    OutputFile output(path);
+    output.write("matrix", matrix);
+    output.commit();
+  }
+  const InputFile input(path);
+  const auto read = input.read<double, 2>("matrix", ReadRequirements{true, false});
+  const auto device = Kokkos::create_mirror_view_and_copy(typename ExecutionSpace::memory_space{}, read);
+  Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecutionSpace::memory_space> doubled(
+      "doubled", device.extent(0), device.extent(1));
+  Kokkos::parallel_for(
+      "kpl::test::double_matrix",
+      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>({0, 0}, {17, 33}),
+      KOKKOS_LAMBDA(const int i, const int j) { doubled(i, j) = 2 * device(i, j); });
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, doubled);
+  const auto out_path = directory.file("device_out.h5");
+  {
+    OutputFile output(out_path);
+    output.write("doubled", host);
+    output.commit();
+  }
+  const auto result = InputFile(out_path).read<double, 2>("doubled");
+  for (int i = 0; i < 17; ++i)
+    for (int j = 0; j < 33; ++j) ASSERT_EQ(result(i, j), 2 * matrix(i, j)) << i << "," << j;
+}
+}  // namespace
+
+KPL_EXECUTION_SPACE_SUITE(Hdf5Backend);
+
+KPL_EXECUTION_SPACE_TEST(Hdf5Backend, FileToDeviceToFile) { check_device_round_trip<TypeParam>(); }

@@ -1,0 +1,72 @@
+// `kpl self-check` passes on the shipped input and fails when a reference is
+// wrong: a self-check that cannot fail would check nothing.
+#include <kpl/hdf5_io.hpp>
+#include <kpl/info.hpp>
+#include <kpl/self_check.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+#ifndef KPL_SOURCE_DIR
+#error "KPL_SOURCE_DIR must point at the source tree (set by tests/CMakeLists.txt)"
+#endif
+
+namespace {
+const std::string shipped_input = std::string(KPL_SOURCE_DIR) + "/inputs/self_check.h5";
+
+std::string scratch_file(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("kpl_self_check_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+}  // namespace
+
+TEST(SelfCheck, PassesOnTheShippedInputOnEveryBackend) {
+  const auto results = kpl::run_self_check(shipped_input);
+  const auto info = kpl::collect_info();
+  ASSERT_EQ(results.size(), 2 * info.enabled_backends.size());
+  for (const auto& result : results) {
+    EXPECT_TRUE(result.passed()) << result.backend << " " << result.check << ": "
+                                 << result.value << " vs " << result.reference;
+  }
+}
+
+TEST(SelfCheck, FailsWhenAReferenceIsWrong) {
+  const kpl::hdf5::InputFile shipped(shipped_input);
+  const auto vector = shipped.read<double, 1>("vector");
+  const auto matrix = shipped.read<double, 2>("matrix");
+  const auto path = scratch_file("wrong_reference.h5");
+  {
+    kpl::hdf5::OutputFile output(path);
+    output.write("vector", vector);
+    output.write("matrix", matrix);
+    output.write_attribute("vector", "sum",
+                           shipped.read_number_attribute("vector", "sum") * (1 + 1e-9));
+    output.write_attribute("matrix", "squared_frobenius_norm",
+                           shipped.read_number_attribute("matrix", "squared_frobenius_norm"));
+    output.commit();
+  }
+  const auto results = kpl::run_self_check(path);
+  std::filesystem::remove(path);
+  for (const auto& result : results) {
+    EXPECT_EQ(result.passed(), result.check != "vector sum") << result.backend << " " << result.check;
+  }
+}
+
+TEST(SelfCheck, ReportIsWrittenAndReadable) {
+  const auto results = kpl::run_self_check(shipped_input);
+  const auto path = scratch_file("report.h5");
+  kpl::write_self_check_report(results, shipped_input, path);
+  const kpl::hdf5::InputFile report(path);
+  const auto numbers = report.read<double, 2>("results");
+  const auto passed = report.read<std::int32_t, 1>("passed");
+  ASSERT_EQ(numbers.extent(0), results.size());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(numbers(i, 0), results[i].value);
+    EXPECT_EQ(passed(i), 1);
+  }
+  EXPECT_EQ(report.read_string_attribute("/", "input"), shipped_input);
+  std::filesystem::remove(path);
+}
