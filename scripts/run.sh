@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Quick start, command 1: install what is missing, build, and run kpl's job on
+# the inputs shipped in inputs/ (for now `kpl info` and the self-check of the
+# kernels on every enabled backend). Settings: see scripts/common_build.sh.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common_build.sh"
+kpl_configure_and_build
+export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
+kpl="$KPL_BUILD_DIR/algorithms/kpl"
+"$kpl" info
+"$kpl" self-check --input "$kpl_root/inputs/self_check.h5" \
+  --output "$KPL_BUILD_DIR/self_check_report.h5"
+echo "report written to $KPL_BUILD_DIR/self_check_report.h5"
