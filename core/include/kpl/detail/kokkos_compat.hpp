@@ -8,7 +8,6 @@
 #include <Kokkos_Core.hpp>
 
 #include <string>
-#include <vector>
 
 #if KOKKOS_VERSION >= 40000
 #define KPL_KOKKOS_4 1
@@ -49,15 +48,6 @@ inline std::string host_threads_argument(int threads) {
 #else
   return "--kokkos-threads=" + std::to_string(threads);
 #endif
-}
-
-// True when Kokkos was already initialised and not yet finalised.
-inline bool kokkos_is_running() {
-  return Kokkos::is_initialized()
-#if KPL_KOKKOS_4
-         && !Kokkos::is_finalized()
-#endif
-      ;
 }
 
 }  // namespace kpl::compat
