@@ -40,19 +40,12 @@ class QuietErrors {
 class Handle {
  public:
   using Closer = herr_t (*)(hid_t);
-  Handle() = default;
   Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
   ~Handle() { reset(); }
   Handle(Handle&& other) noexcept
       : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
-  Handle& operator=(Handle&& other) noexcept {
-    if (this != &other) {
-      reset();
-      id_ = std::exchange(other.id_, H5I_INVALID_HID);
-      closer_ = other.closer_;
-    }
-    return *this;
-  }
+  // Moved out of functions only; never reassigned.
+  Handle& operator=(Handle&&) = delete;
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
 
