@@ -1,0 +1,329 @@
+// Kernels and entry points behind kpl/reduce.hpp. Include kpl/reduce.hpp.
+#pragma once
+
+#include <kpl/reduce.hpp>
+
+#include <cstring>
+
+namespace kpl {
+
+// How the per-team results are combined (see reduce.hpp).
+enum class cross_team { automatic, atomics, second_pass };
+
+struct ReduceOptions {
+  cross_team combine = cross_team::automatic;
+  int teams = 0;  // 0: chosen from the length and the execution space
+};
+
+namespace detail {
+
+template <class ExecutionSpace>
+constexpr bool runs_on_host() {
+  return std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>;
+}
+
+// Whether teams may combine their results by one atomic each.
+template <class Op, class = void>
+struct has_atomic_add : std::false_type {};
+template <class Op>
+struct has_atomic_add<Op, std::void_t<decltype(Op::atomic_add)>>
+    : std::bool_constant<Op::atomic_add> {};
+template <class Op, class = void>
+struct has_atomic_exchange : std::false_type {};
+template <class Op>
+struct has_atomic_exchange<Op, std::void_t<decltype(Op::atomic_exchange)>>
+    : std::bool_constant<Op::atomic_exchange &&
+                         (sizeof(typename Op::value_type) == 4 ||
+                          sizeof(typename Op::value_type) == 8)> {};
+template <class Op>
+constexpr bool supports_atomics() {
+  return has_atomic_add<Op>::value || has_atomic_exchange<Op>::value;
+}
+
+template <class T>
+KOKKOS_INLINE_FUNCTION bool same_bits(const T& a, const T& b) {
+  // NaN != NaN would never let a compare-and-swap loop finish; bits do.
+  if constexpr (sizeof(T) == 8) {
+    std::uint64_t x, y;
+    std::memcpy(&x, &a, 8);
+    std::memcpy(&y, &b, 8);
+    return x == y;
+  } else {
+    std::uint32_t x, y;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&y, &b, 4);
+    return x == y;
+  }
+}
+
+template <class Op>
+KOKKOS_INLINE_FUNCTION void atomic_combine(const Op& op, typename Op::value_type* target,
+                                           const typename Op::value_type& value) {
+  if constexpr (has_atomic_add<Op>::value) {
+    Kokkos::atomic_add(target, value);
+  } else {
+    using value_type = typename Op::value_type;
+    value_type expected = *static_cast<volatile value_type*>(target);
+    while (true) {
+      value_type desired = expected;
+      op.combine(desired, value);
+      if (same_bits(desired, expected)) return;  // nothing to change
+      const value_type seen = Kokkos::atomic_compare_exchange(target, expected, desired);
+      if (same_bits(seen, expected)) return;
+      expected = seen;
+    }
+  }
+}
+
+// Team shape for a reduction of `length` elements (or rows).
+struct LaunchShape {
+  int teams;
+  int team_size;
+  int vector_length;
+};
+
+template <class ExecutionSpace>
+LaunchShape reduction_shape(const ExecutionSpace& space, std::int64_t length, int requested_teams) {
+  LaunchShape shape{1, 1, 1};
+  if constexpr (!runs_on_host<ExecutionSpace>()) {
+    // 8 x 32 = 256 threads a team; enough teams to fill the device once,
+    // each thread then loops over a strided range (fewer partial results).
+    shape.team_size = 8;
+    shape.vector_length = 32;
+  }
+  const std::int64_t threads_per_team = std::int64_t(shape.team_size) * shape.vector_length;
+  const std::int64_t fill = std::max<std::int64_t>(1, space.concurrency() / threads_per_team);
+  // At least ~16 elements a thread, or the launch costs more than the work.
+  const std::int64_t useful = (length + 16 * threads_per_team - 1) / (16 * threads_per_team);
+  shape.teams = static_cast<int>(std::max<std::int64_t>(1, std::min(fill, useful)));
+  if (requested_teams > 0) shape.teams = requested_teams;
+  return shape;
+}
+
+// Levels 1-3: each thread accumulates its elements, then vector lanes, then
+// the team combine; the team's result goes out by one atomic or into
+// partials(team).
+template <class Op, class InputView, class ResultView, class PartialView, class ExecutionSpace>
+struct ReduceTeams {
+  using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  using value_type = typename Op::value_type;
+  using input_type = typename Op::input_type;
+  // 16-byte chunks: one vector load per chunk on GPUs.
+  static constexpr int chunk = sizeof(input_type) >= 16 ? 1 : 16 / sizeof(input_type);
+  struct alignas(16) Chunk {
+    input_type values[chunk];
+  };
+
+  Op op;
+  InputView input;
+  const input_type* data;  // non-null when input is contiguous and 16-byte aligned
+  std::int64_t length;
+  ResultView result;
+  PartialView partials;
+  bool use_atomics;
+  int lanes;  // the policy's vector length (not every team member reports it)
+
+  KOKKOS_INLINE_FUNCTION void accumulate_interleaved(std::int64_t thread, std::int64_t threads,
+                                                     value_type& value) const {
+    std::int64_t tail_begin = 0;
+    if (data != nullptr) {
+      // Chunk c goes to thread c mod threads: a warp reads consecutive chunks.
+      const Chunk* chunks = reinterpret_cast<const Chunk*>(data);
+      const std::int64_t chunk_count = length / chunk;
+      std::int64_t c = thread;
+      // Four independent loads in flight before their first use.
+      for (; c + 3 * threads < chunk_count; c += 4 * threads) {
+        const Chunk a = chunks[c];
+        const Chunk b = chunks[c + threads];
+        const Chunk d = chunks[c + 2 * threads];
+        const Chunk e = chunks[c + 3 * threads];
+        for (int k = 0; k < chunk; ++k) op.combine(value, op.lift(a.values[k], c * chunk + k));
+        for (int k = 0; k < chunk; ++k)
+          op.combine(value, op.lift(b.values[k], (c + threads) * chunk + k));
+        for (int k = 0; k < chunk; ++k)
+          op.combine(value, op.lift(d.values[k], (c + 2 * threads) * chunk + k));
+        for (int k = 0; k < chunk; ++k)
+          op.combine(value, op.lift(e.values[k], (c + 3 * threads) * chunk + k));
+      }
+      for (; c < chunk_count; c += threads) {
+        const Chunk a = chunks[c];
+        for (int k = 0; k < chunk; ++k) op.combine(value, op.lift(a.values[k], c * chunk + k));
+      }
+      tail_begin = chunk_count * chunk;
+    }
+    for (std::int64_t i = tail_begin + thread; i < length; i += threads) {
+      op.combine(value, op.lift(input(i), i));
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void accumulate_contiguous(std::int64_t thread, std::int64_t threads,
+                                                    value_type& value) const {
+    // CPU threads take one contiguous range each (caches and prefetchers),
+    // summed in blocks so rounding error grows with the block count rather
+    // than with the whole range.
+    const std::int64_t begin = length * thread / threads;
+    const std::int64_t end = length * (thread + 1) / threads;
+    constexpr std::int64_t block = 1024;
+    for (std::int64_t block_begin = begin; block_begin < end; block_begin += block) {
+      const std::int64_t block_end = block_begin + block < end ? block_begin + block : end;
+      value_type block_value = op.identity();
+      if (data != nullptr) {
+        for (std::int64_t i = block_begin; i < block_end; ++i)
+          op.combine(block_value, op.lift(data[i], i));
+      } else {
+        for (std::int64_t i = block_begin; i < block_end; ++i)
+          op.combine(block_value, op.lift(input(i), i));
+      }
+      op.combine(value, block_value);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    const std::int64_t team = member.league_rank();
+    const std::int64_t threads =
+        std::int64_t(member.league_size()) * member.team_size() * lanes;
+    value_type thread_value;
+    // Level 1 and 2: every lane accumulates its elements, then the lanes combine.
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, lanes),
+        [&](const int lane, value_type& lane_value) {
+          const std::int64_t thread =
+              (team * member.team_size() + member.team_rank()) * lanes + lane;
+          if constexpr (runs_on_host<ExecutionSpace>()) {
+            accumulate_contiguous(thread, threads, lane_value);
+          } else {
+            accumulate_interleaved(thread, threads, lane_value);
+          }
+        },
+        OpReducer<Op>(op, thread_value));
+    // Level 3: the threads of the team.
+    const value_type team_value = team_reduce(member, op, thread_value);
+    // Level 4: across teams.
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      if constexpr (supports_atomics<Op>()) {
+        if (use_atomics) {
+          atomic_combine(op, &result(), team_value);
+          return;
+        }
+      }
+      partials(team) = team_value;
+    });
+  }
+};
+
+// The second pass: one team combines the per-team partial results.
+template <class Op, class ResultView, class PartialView, class ExecutionSpace>
+struct CombinePartials {
+  using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  using value_type = typename Op::value_type;
+  Op op;
+  PartialView partials;
+  ResultView result;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    value_type total;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, static_cast<int>(partials.extent(0))),
+        [&](const int team, value_type& partial) { op.combine(partial, partials(team)); },
+        OpReducer<Op>(op, total));
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { result() = total; });
+  }
+};
+
+template <class InputView>
+const typename InputView::non_const_value_type* contiguous_aligned_data(const InputView& input) {
+  const bool contiguous = input.span_is_contiguous() || input.extent(0) <= 1 ||
+                          input.stride(0) == 1;
+  const auto address = reinterpret_cast<std::uintptr_t>(input.data());
+  return contiguous && address % 16 == 0 ? input.data() : nullptr;
+}
+
+}  // namespace detail
+
+// Reduces a 1-D View with `op` into the rank-0 View `result` (in the
+// execution space's memory). Asynchronous: nothing is fenced, so the result
+// can feed the next kernel on `space` directly.
+template <class ExecutionSpace, class InputView, class Op, class ResultView>
+void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
+            const ResultView& result, const ReduceOptions& options = {}) {
+  static_assert(Kokkos::is_view<InputView>::value && InputView::rank == 1,
+                "kpl::reduce takes a 1-D Kokkos::View");
+  static_assert(ResultView::rank == 0, "kpl::reduce writes into a rank-0 View");
+  static_assert(std::is_same_v<typename ResultView::value_type, typename Op::value_type>,
+                "the result View's value type must be the operation's value_type");
+  static_assert(Kokkos::SpaceAccessibility<ExecutionSpace,
+                                           typename InputView::memory_space>::accessible,
+                "the input View is not accessible from this execution space");
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  using PartialView = Kokkos::View<typename Op::value_type*, MemorySpace>;
+  using Input = Kokkos::View<const typename InputView::non_const_value_type*,
+                             typename InputView::array_layout, typename InputView::device_type,
+                             Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+
+  const std::int64_t length = static_cast<std::int64_t>(input.extent(0));
+  const auto shape = detail::reduction_shape(space, length, options.teams);
+  bool use_atomics = false;
+  if constexpr (detail::supports_atomics<Op>()) {
+    use_atomics = options.combine != cross_team::second_pass;
+  } else if (options.combine == cross_team::atomics) {
+    throw std::invalid_argument("kpl::reduce: this operation cannot combine teams by atomics");
+  }
+  if (use_atomics) {
+    Kokkos::deep_copy(space, result, op.identity());
+  }
+  PartialView partials;
+  if (!use_atomics) {
+    partials = PartialView(Kokkos::view_alloc(space, Kokkos::WithoutInitializing,
+                                              "kpl::reduce::partials"),
+                           shape.teams);
+  }
+  detail::ReduceTeams<Op, Input, ResultView, PartialView, ExecutionSpace> teams{
+      op, Input(input), detail::contiguous_aligned_data(input), length, result, partials,
+      use_atomics, shape.vector_length};
+  Kokkos::parallel_for(
+      "kpl::reduce::teams",
+      Kokkos::TeamPolicy<ExecutionSpace>(space, shape.teams, shape.team_size, shape.vector_length),
+      teams);
+  if (!use_atomics) {
+    const int team_size = detail::runs_on_host<ExecutionSpace>() ? 1 : 256;
+    Kokkos::parallel_for(
+        "kpl::reduce::combine_teams", Kokkos::TeamPolicy<ExecutionSpace>(space, 1, team_size),
+        detail::CombinePartials<Op, ResultView, PartialView, ExecutionSpace>{op, partials,
+                                                                             result});
+  }
+}
+
+// Reduces a 1-D View with one operation and returns the value on the host
+// (waits for the result).
+template <class ExecutionSpace, class InputView, class Op>
+typename Op::value_type reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
+                               const ReduceOptions& options = {}) {
+  Kokkos::View<typename Op::value_type, typename ExecutionSpace::memory_space> result(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::result"));
+  reduce(space, input, op, result, options);
+  typename Op::value_type value;
+  Kokkos::View<typename Op::value_type, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host(&value);
+  Kokkos::deep_copy(space, host, result);
+  space.fence();
+  return value;
+}
+
+namespace detail {
+template <class Pack, std::size_t... I>
+auto pack_to_tuple(const Pack& pack, std::index_sequence<I...>) {
+  return std::make_tuple(kpl::get<I>(pack)...);
+}
+}  // namespace detail
+
+// Several operations in one pass over the data, e.g. (as gpucoder.reduce with
+// {@sum, @max}):  auto [total, largest] = kpl::reduce(space, x, Sum<float>{}, Max<float>{});
+template <class ExecutionSpace, class InputView, class FirstOp, class SecondOp, class... MoreOps,
+          class = std::enable_if_t<!std::is_same_v<SecondOp, ReduceOptions> &&
+                                   !Kokkos::is_view<SecondOp>::value>>
+auto reduce(const ExecutionSpace& space, const InputView& input, const FirstOp& first,
+            const SecondOp& second, const MoreOps&... more) {
+  const auto pack = reduce(space, input, several(first, second, more...));
+  return detail::pack_to_tuple(pack, std::make_index_sequence<2 + sizeof...(MoreOps)>{});
+}
+
+}  // namespace kpl

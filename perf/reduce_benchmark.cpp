@@ -1,0 +1,112 @@
+// kpl::reduce against plain Kokkos::parallel_reduce, on every backend.
+// Bytes: the input read once (n * sizeof(T)); GB/s beside the copy ceiling
+// of kpl_copy_benchmark in the same run.
+#include <kpl/execution_spaces.hpp>
+#include <kpl/reduce.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+namespace {
+
+template <class ExecutionSpace, class T>
+Kokkos::View<T*, typename ExecutionSpace::memory_space> random_input(std::int64_t length) {
+  Kokkos::View<T*, typename ExecutionSpace::memory_space> values(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "values"), length);
+  Kokkos::parallel_for(
+      "kpl::bench::fill", Kokkos::RangePolicy<ExecutionSpace>(0, length),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        values(i) = static_cast<T>((i * 2654435761LL) % 1000) / T(8);
+      });
+  Kokkos::fence();
+  return values;
+}
+
+void report(benchmark::State& state, std::int64_t bytes, const char* backend) {
+  state.SetBytesProcessed(bytes * state.iterations());
+  state.counters["GB/s"] =
+      benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string("backend=") + backend);
+}
+
+enum class Which { sum, max, minmax };
+
+template <class ExecutionSpace, class T, Which which>
+void kpl_reduce(benchmark::State& state) {
+  const ExecutionSpace space;
+  const auto values = random_input<ExecutionSpace, T>(state.range(0));
+  for (auto _ : state) {
+    if constexpr (which == Which::sum) {
+      benchmark::DoNotOptimize(kpl::reduce(space, values, kpl::Sum<T>{}));
+    } else if constexpr (which == Which::max) {
+      benchmark::DoNotOptimize(kpl::reduce(space, values, kpl::Max<T>{}));
+    } else {
+      benchmark::DoNotOptimize(kpl::reduce(space, values, kpl::MinMax<T>{}));
+    }
+  }
+  report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
+}
+
+// The baseline users write today: one parallel_reduce with a built-in reducer.
+template <class ExecutionSpace, class T, Which which>
+void kokkos_parallel_reduce(benchmark::State& state) {
+  const ExecutionSpace space;
+  const auto values = random_input<ExecutionSpace, T>(state.range(0));
+  const auto policy = Kokkos::RangePolicy<ExecutionSpace>(space, 0, values.extent(0));
+  for (auto _ : state) {
+    if constexpr (which == Which::sum) {
+      T total = 0;
+      Kokkos::parallel_reduce(
+          "kpl::bench::kokkos_sum", policy,
+          KOKKOS_LAMBDA(const std::int64_t i, T& partial) { partial += values(i); }, total);
+      benchmark::DoNotOptimize(total);
+    } else if constexpr (which == Which::max) {
+      T largest;
+      Kokkos::parallel_reduce(
+          "kpl::bench::kokkos_max", policy,
+          KOKKOS_LAMBDA(const std::int64_t i, T& partial) {
+            if (partial < values(i)) partial = values(i);
+          },
+          Kokkos::Max<T>(largest));
+      benchmark::DoNotOptimize(largest);
+    } else {
+      typename Kokkos::MinMax<T>::value_type extremes;
+      Kokkos::parallel_reduce(
+          "kpl::bench::kokkos_minmax", policy,
+          KOKKOS_LAMBDA(const std::int64_t i, typename Kokkos::MinMax<T>::value_type& partial) {
+            if (values(i) < partial.min_val) partial.min_val = values(i);
+            if (partial.max_val < values(i)) partial.max_val = values(i);
+          },
+          Kokkos::MinMax<T>(extremes));
+      benchmark::DoNotOptimize(extremes);
+    }
+  }
+  report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
+}
+
+template <class ExecutionSpace, class T, Which which>
+void register_pair(const std::string& type, const std::string& operation) {
+  const std::string suffix = operation + "/" + type + "/" + ExecutionSpace::name();
+  for (auto* bench : {benchmark::RegisterBenchmark(("reduce/kpl/" + suffix).c_str(),
+                                                   kpl_reduce<ExecutionSpace, T, which>),
+                      benchmark::RegisterBenchmark(("reduce/kokkos/" + suffix).c_str(),
+                                                   kokkos_parallel_reduce<ExecutionSpace, T, which>)}) {
+    bench->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)->Arg(std::int64_t(1) << 28)
+        ->UseRealTime()->Unit(benchmark::kMicrosecond);
+  }
+}
+
+const bool registered = [] {
+  kpl::for_each_execution_space([](auto tag) {
+    using Space = typename decltype(tag)::type;
+    register_pair<Space, float, Which::sum>("float", "sum");
+    register_pair<Space, double, Which::sum>("double", "sum");
+    register_pair<Space, float, Which::max>("float", "max");
+    register_pair<Space, float, Which::minmax>("float", "minmax");
+  });
+  return true;
+}();
+
+}  // namespace

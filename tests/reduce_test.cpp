@@ -1,0 +1,254 @@
+// kpl::reduce on every backend against a plain host reference in double:
+// every operation and element type, lengths around team and vector sizes,
+// both ways of combining teams, device-View results, strided inputs, the
+// team-level building blocks, and the float-accuracy requirement.
+#include "execution_space_test.hpp"
+
+#include <kpl/reduce.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace {
+
+const std::vector<std::int64_t> lengths = {0, 1, 31, 32, 33, 1000, (1 << 20) + 7};
+
+template <class T>
+std::vector<T> random_values(std::int64_t length, std::uint64_t seed, bool near_one = false) {
+  std::mt19937_64 generator(seed);
+  std::vector<T> values(static_cast<std::size_t>(length));
+  for (auto& value : values) {
+    if constexpr (std::is_floating_point_v<T>) {
+      value = near_one ? T(1) + std::uniform_real_distribution<T>(-1e-3, 1e-3)(generator)
+                       : std::uniform_real_distribution<T>(-100, 100)(generator);
+    } else {
+      // Small integers: products stay exact (mostly +-1) and sums never overflow.
+      value = near_one ? (std::uniform_int_distribution<int>(0, 1)(generator) ? 1 : -1)
+                       : static_cast<T>(std::uniform_int_distribution<int>(-1000000, 1000000)(generator));
+    }
+  }
+  return values;
+}
+
+template <class ExecutionSpace, class T>
+Kokkos::View<T*, typename ExecutionSpace::memory_space> to_device(const std::vector<T>& values) {
+  Kokkos::View<T*, typename ExecutionSpace::memory_space> device("input", values.size());
+  Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host(values.data(),
+                                                                         values.size());
+  Kokkos::deep_copy(device, host);
+  return device;
+}
+
+// A user-supplied binary operation (at namespace scope: nvcc refuses local
+// types as kernel template arguments).
+template <class T>
+struct LargestMagnitude {
+  KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const {
+    const T magnitude_a = a < 0 ? -a : a;
+    const T magnitude_b = b < 0 ? -b : b;
+    return magnitude_a < magnitude_b ? magnitude_b : magnitude_a;
+  }
+};
+
+template <class ExecutionSpace, class T>
+void check_every_operation(std::int64_t length, kpl::cross_team combine) {
+  const ExecutionSpace space;
+  const auto values = random_values<T>(length, 1000 + length);
+  const auto ones = random_values<T>(length, 2000 + length, true);
+  const auto x = to_device<ExecutionSpace>(values);
+  const auto y = to_device<ExecutionSpace>(ones);
+  const kpl::ReduceOptions options{combine, 0};
+
+  double sum = 0, absolute_sum = 0, product = 1;
+  T smallest = kpl::largest<T>(), largest = kpl::smallest<T>();
+  std::int64_t argmin = -1, argmax = -1;
+  for (std::int64_t i = 0; i < length; ++i) {
+    const T v = values[i];
+    sum += double(v);
+    absolute_sum += std::abs(double(v));
+    product *= double(ones[i]);
+    if (argmin < 0 || v < values[argmin]) argmin = i;
+    if (argmax < 0 || v > values[argmax]) argmax = i;
+    smallest = std::min(smallest, v);
+    largest = std::max(largest, v);
+  }
+
+  const double sum_tolerance = std::is_floating_point_v<T> ? 1e-12 * absolute_sum : 0.0;
+  EXPECT_NEAR(double(kpl::reduce(space, x, kpl::Sum<T>{}, options)), sum, sum_tolerance);
+  EXPECT_EQ(kpl::reduce(space, x, kpl::Min<T>{}, options), smallest);
+  EXPECT_EQ(kpl::reduce(space, x, kpl::Max<T>{}, options), largest);
+  if (combine == kpl::cross_team::atomics) return;  // the rest cannot use atomics
+
+  const double product_tolerance = std::is_same_v<T, float> ? 1e-3 : 1e-10;
+  EXPECT_NEAR(double(kpl::reduce(space, y, kpl::Product<T>{}, options)), product,
+              product_tolerance * std::abs(product));
+
+  const auto extremes = kpl::reduce(space, x, kpl::MinMax<T>{}, options);
+  EXPECT_EQ(extremes.min, smallest);
+  EXPECT_EQ(extremes.max, largest);
+  const auto lowest = kpl::reduce(space, x, kpl::ArgMin<T>{}, options);
+  const auto highest = kpl::reduce(space, x, kpl::ArgMax<T>{}, options);
+  EXPECT_EQ(lowest.index, argmin);
+  EXPECT_EQ(highest.index, argmax);
+  if (length > 0) {
+    EXPECT_EQ(lowest.value, smallest);
+    EXPECT_EQ(highest.value, largest);
+  }
+
+  // A user's operation: the largest absolute value, identity 0.
+  T largest_magnitude = 0;
+  for (const T v : values) largest_magnitude = std::max<T>(largest_magnitude, v < 0 ? -v : v);
+  EXPECT_EQ(kpl::reduce(space, x, kpl::custom<T>(LargestMagnitude<T>{}, T(0)), options),
+            largest_magnitude);
+
+  // Several reductions, one pass.
+  const auto [several_sum, several_max, several_min] =
+      kpl::reduce(space, x, kpl::Sum<T>{}, kpl::Max<T>{}, kpl::Min<T>{});
+  EXPECT_NEAR(double(several_sum), sum, sum_tolerance);
+  EXPECT_EQ(several_max, largest);
+  EXPECT_EQ(several_min, smallest);
+}
+
+template <class ExecutionSpace>
+void check_all_types(kpl::cross_team combine) {
+  for (const auto length : lengths) {
+    SCOPED_TRACE("length " + std::to_string(length));
+    check_every_operation<ExecutionSpace, double>(length, combine);
+    check_every_operation<ExecutionSpace, float>(length, combine);
+    check_every_operation<ExecutionSpace, std::int32_t>(length, combine);
+    check_every_operation<ExecutionSpace, std::int64_t>(length, combine);
+  }
+}
+
+// Results into a device View, without a fence in between: the next kernel on
+// the same space reads them.
+template <class ExecutionSpace>
+void check_device_result_and_strided_input() {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const ExecutionSpace space;
+  const std::int64_t length = 100003;
+  const auto values = random_values<double>(2 * length, 7);
+  const auto all = to_device<ExecutionSpace>(values);
+  // Every other element: a LayoutStride View.
+  Kokkos::View<double*, Kokkos::LayoutStride, MemorySpace> every_other(
+      all.data(), Kokkos::LayoutStride(length, 2));
+  double expected = 0;
+  for (std::int64_t i = 0; i < length; ++i) expected += values[2 * i];
+
+  for (const auto combine : {kpl::cross_team::atomics, kpl::cross_team::second_pass}) {
+    Kokkos::View<double, MemorySpace> result("result");
+    kpl::reduce(space, every_other, kpl::Sum<double>{}, result, {combine, 0});
+    Kokkos::View<double, MemorySpace> doubled("doubled");
+    Kokkos::parallel_for(
+        "kpl::test::use_result", Kokkos::RangePolicy<ExecutionSpace>(space, 0, 1),
+        KOKKOS_LAMBDA(int) { doubled() = 2 * result(); });
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, doubled);
+    EXPECT_NEAR(host(), 2 * expected, 1e-9 * length * 100);
+  }
+  // An explicit team count, including more teams than elements.
+  for (const int teams : {1, 3, 1000}) {
+    const auto small = Kokkos::subview(all, Kokkos::pair<std::int64_t, std::int64_t>(0, 500));
+    double small_expected = 0;
+    for (int i = 0; i < 500; ++i) small_expected += values[i];
+    EXPECT_NEAR(kpl::reduce(space, small, kpl::Sum<double>{}, {kpl::cross_team::second_pass, teams}),
+                small_expected, 1e-9);
+  }
+}
+
+// The float-accuracy requirement: 2^28 floats summed within 1e-6 of the exact
+// sum. Values k/64 for k in 0..255 are exact in float, so the exact sum is an
+// integer computation.
+template <class ExecutionSpace>
+void check_float_sum_of_two_to_the_28() {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const ExecutionSpace space;
+  const std::int64_t length = std::int64_t(1) << 28;
+  Kokkos::View<float*, MemorySpace> values(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values"),
+                                           length);
+  Kokkos::parallel_for(
+      "kpl::test::fill_pattern", Kokkos::RangePolicy<ExecutionSpace>(space, 0, length),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        values(i) = static_cast<float>((i * 2654435761LL) % 256) / 64.0f;
+      });
+  // Exact: every residue 0..255 appears equally often in each block of 256
+  // consecutive i (2654435761 is odd, so i -> i*c mod 256 is a bijection).
+  const double exact = double(length / 256) * (255.0 * 256.0 / 2.0) / 64.0;
+  const double sum = kpl::reduce(space, values, kpl::Sum<float>{});
+  EXPECT_LE(std::abs(sum - exact) / exact, 1e-6) << "sum " << sum << " exact " << exact;
+}
+
+// The building blocks inside a user's own team kernel: each team reduces one
+// row with vector_reduce and team_reduce.
+template <class ExecutionSpace>
+struct RowMaxima {
+  using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  Kokkos::View<const double**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space> matrix;
+  Kokkos::View<double*, typename ExecutionSpace::memory_space> maxima;
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    const int row = member.league_rank();
+    const int columns = static_cast<int>(matrix.extent(1));
+    const kpl::Max<double> op;
+    // Each thread takes a slice of columns; its vector lanes share the slice.
+    const int threads = member.team_size();
+    const int slice = (columns + threads - 1) / threads;
+    const int begin = member.team_rank() * slice;
+    const int count = begin < columns ? (columns - begin < slice ? columns - begin : slice) : 0;
+    const double thread_max =
+        kpl::vector_reduce(member, count, op, [&](int k) { return matrix(row, begin + k); });
+    const double team_max = kpl::team_reduce(member, op, thread_max);
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { maxima(row) = team_max; });
+  }
+};
+
+template <class ExecutionSpace>
+void check_team_building_blocks() {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const int rows = 37, columns = 1001;
+  const auto values = random_values<double>(rows * columns, 11);
+  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> matrix("matrix", rows, columns);
+  Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>
+      host_matrix(values.data(), rows, columns);
+  Kokkos::deep_copy(matrix, host_matrix);
+  Kokkos::View<double*, MemorySpace> maxima("maxima", rows);
+  const int team_size = kpl::detail::runs_on_host<ExecutionSpace>() ? 1 : 8;
+  const int vector_length = kpl::detail::runs_on_host<ExecutionSpace>() ? 1 : 32;
+  Kokkos::parallel_for("kpl::test::row_maxima",
+                       Kokkos::TeamPolicy<ExecutionSpace>(rows, team_size, vector_length),
+                       RowMaxima<ExecutionSpace>{matrix, maxima});
+  const auto result = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, maxima);
+  for (int i = 0; i < rows; ++i) {
+    double expected = -INFINITY;
+    for (int j = 0; j < columns; ++j) expected = std::max(expected, values[i * columns + j]);
+    EXPECT_EQ(result(i), expected) << "row " << i;
+  }
+}
+
+}  // namespace
+
+KPL_EXECUTION_SPACE_SUITE(Reduce);
+
+KPL_EXECUTION_SPACE_TEST(Reduce, EveryOperationAndTypeCombiningTeamsAutomatically) {
+  check_all_types<TypeParam>(kpl::cross_team::automatic);
+}
+KPL_EXECUTION_SPACE_TEST(Reduce, EveryOperationAndTypeCombiningTeamsInASecondPass) {
+  check_all_types<TypeParam>(kpl::cross_team::second_pass);
+}
+KPL_EXECUTION_SPACE_TEST(Reduce, AtomicOperationsCombiningTeamsByAtomics) {
+  check_all_types<TypeParam>(kpl::cross_team::atomics);
+}
+KPL_EXECUTION_SPACE_TEST(Reduce, DeviceResultStridedInputAndTeamCounts) {
+  check_device_result_and_strided_input<TypeParam>();
+}
+KPL_EXECUTION_SPACE_TEST(Reduce, FloatSumOfTwoToThe28IsAccurate) {
+  check_float_sum_of_two_to_the_28<TypeParam>();
+}
+KPL_EXECUTION_SPACE_TEST(Reduce, TeamBuildingBlocks) { check_team_building_blocks<TypeParam>(); }
+
+TEST(ReduceOptions, AtomicsAreRefusedForOperationsWithoutThem) {
+  Kokkos::View<double*, Kokkos::HostSpace> values("values", 10);
+  EXPECT_THROW(kpl::reduce(Kokkos::DefaultHostExecutionSpace{}, values, kpl::MinMax<double>{},
+                           {kpl::cross_team::atomics, 0}),
+               std::invalid_argument);
+}
