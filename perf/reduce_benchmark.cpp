@@ -86,6 +86,28 @@ void kokkos_parallel_reduce(benchmark::State& state) {
   report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
+
+// Row and column sums of a square float matrix (row-major): the along-
+// contiguous and across-strided kernels. Bytes: the matrix once.
+template <class ExecutionSpace, bool Columns>
+void kpl_matrix_sum(benchmark::State& state) {
+  const ExecutionSpace space;
+  const std::int64_t n = state.range(0);
+  const auto flat = random_input<ExecutionSpace, float>(n * n);
+  Kokkos::View<const float**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space> matrix(
+      flat.data(), n, n);
+  Kokkos::View<double*, typename ExecutionSpace::memory_space> sums("sums", n);
+  for (auto _ : state) {
+    if constexpr (Columns) {
+      kpl::reduce_columns(space, matrix, kpl::Sum<float>{}, sums);
+    } else {
+      kpl::reduce_rows(space, matrix, kpl::Sum<float>{}, sums);
+    }
+    space.fence();
+  }
+  report(state, n * n * std::int64_t(sizeof(float)), ExecutionSpace::name());
+}
+
 template <class ExecutionSpace, class T, Which which>
 void register_pair(const std::string& type, const std::string& operation) {
   const std::string suffix = operation + "/" + type + "/" + ExecutionSpace::name();
@@ -105,6 +127,13 @@ const bool registered = [] {
     register_pair<Space, double, Which::sum>("double", "sum");
     register_pair<Space, float, Which::max>("float", "max");
     register_pair<Space, float, Which::minmax>("float", "minmax");
+    const std::string backend = Space::name();
+    benchmark::RegisterBenchmark(("reduce_rows/kpl/sum/float/" + backend).c_str(),
+                                 kpl_matrix_sum<Space, false>)
+        ->Arg(4096)->Arg(16384)->UseRealTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("reduce_columns/kpl/sum/float/" + backend).c_str(),
+                                 kpl_matrix_sum<Space, true>)
+        ->Arg(4096)->Arg(16384)->UseRealTime()->Unit(benchmark::kMicrosecond);
   });
   return true;
 }();

@@ -24,9 +24,13 @@ def main(path="inputs/self_check.h5"):
             "by scripts/make_inputs.py")
         written_vector = output.create_dataset("vector", data=vector)
         written_vector.attrs["sum"] = math.fsum(vector)
-        written_matrix = output.create_dataset("matrix", data=matrix)
-        written_matrix.attrs["squared_frobenius_norm"] = math.fsum(
-            (matrix * matrix).ravel())
+        written_vector.attrs["min"] = vector.min()
+        written_vector.attrs["max"] = vector.max()
+        output.create_dataset("matrix", data=matrix)
+        output.create_dataset("matrix_row_sums",
+                              data=[math.fsum(row) for row in matrix])
+        output.create_dataset("matrix_column_sums",
+                              data=[math.fsum(column) for column in matrix.T])
 
 
 if __name__ == "__main__":

@@ -212,8 +212,8 @@ void check_team_building_blocks() {
       host_matrix(values.data(), rows, columns);
   Kokkos::deep_copy(matrix, host_matrix);
   Kokkos::View<double*, MemorySpace> maxima("maxima", rows);
-  const int team_size = kpl::detail::runs_on_host<ExecutionSpace>() ? 1 : 8;
-  const int vector_length = kpl::detail::runs_on_host<ExecutionSpace>() ? 1 : 32;
+  const int team_size = kpl::detail::runs_on_host_v<ExecutionSpace> ? 1 : 8;
+  const int vector_length = kpl::detail::runs_on_host_v<ExecutionSpace> ? 1 : 32;
   Kokkos::parallel_for("kpl::test::row_maxima",
                        Kokkos::TeamPolicy<ExecutionSpace>(rows, team_size, vector_length),
                        RowMaxima<ExecutionSpace>{matrix, maxima});
@@ -251,4 +251,95 @@ TEST(ReduceOptions, AtomicsAreRefusedForOperationsWithoutThem) {
   EXPECT_THROW(kpl::reduce(Kokkos::DefaultHostExecutionSpace{}, values, kpl::MinMax<double>{},
                            {kpl::cross_team::atomics, 0}),
                std::invalid_argument);
+}
+
+// ---------------------------------------------------- rows and columns
+
+namespace {
+
+template <class ExecutionSpace, class Layout, class T, class Op>
+void check_rows_and_columns(std::int64_t rows, std::int64_t columns, const Op& op) {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  using value_type = typename Op::value_type;
+  const ExecutionSpace space;
+  const auto values = random_values<T>(rows * columns, 31 * rows + columns);
+  Kokkos::View<T**, Layout, MemorySpace> matrix("matrix", rows, columns);
+  auto host_matrix = Kokkos::create_mirror_view(matrix);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < columns; ++j) host_matrix(i, j) = values[i * columns + j];
+  Kokkos::deep_copy(matrix, host_matrix);
+
+  Kokkos::View<value_type*, MemorySpace> row_result("rows", rows);
+  Kokkos::View<value_type*, MemorySpace> column_result("columns", columns);
+  kpl::reduce_rows(space, matrix, op, row_result);
+  kpl::reduce_columns(space, matrix, op, column_result);
+  const auto row_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, row_result);
+  const auto column_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, column_result);
+
+  // Reference: the same operation applied in order on the host, in double for sums.
+  const auto near = [](const value_type& got, double expected, double scale) {
+    return std::abs(double(got) - expected) <= 1e-12 * scale;
+  };
+  for (std::int64_t i = 0; i < rows; ++i) {
+    double sum = 0, scale = 0;
+    value_type folded = op.identity();
+    for (std::int64_t j = 0; j < columns; ++j) {
+      sum += double(host_matrix(i, j));
+      scale += std::abs(double(host_matrix(i, j)));
+      op.combine(folded, op.lift(host_matrix(i, j), j));
+    }
+    if constexpr (std::is_same_v<Op, kpl::Sum<T>>) {
+      EXPECT_TRUE(near(row_host(i), sum, scale)) << "row " << i << ": " << row_host(i) << " vs " << sum;
+    } else {
+      EXPECT_EQ(row_host(i), folded) << "row " << i;
+    }
+  }
+  for (std::int64_t j = 0; j < columns; ++j) {
+    double sum = 0, scale = 0;
+    value_type folded = op.identity();
+    for (std::int64_t i = 0; i < rows; ++i) {
+      sum += double(host_matrix(i, j));
+      scale += std::abs(double(host_matrix(i, j)));
+      op.combine(folded, op.lift(host_matrix(i, j), i));
+    }
+    if constexpr (std::is_same_v<Op, kpl::Sum<T>>) {
+      EXPECT_TRUE(near(column_host(j), sum, scale)) << "column " << j;
+    } else {
+      EXPECT_EQ(column_host(j), folded) << "column " << j;
+    }
+  }
+}
+
+template <class ExecutionSpace, class Layout>
+void check_matrix_shapes() {
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+      {0, 0}, {0, 5}, {5, 0}, {1, 1}, {17, 33}, {33, 17}, {1000, 31}, {31, 1000}, {3, 100003},
+      {100003, 3}, {513, 4097}};
+  for (const auto& [rows, columns] : shapes) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(columns));
+    check_rows_and_columns<ExecutionSpace, Layout, double>(rows, columns, kpl::Sum<double>{});
+    check_rows_and_columns<ExecutionSpace, Layout, float>(rows, columns, kpl::Max<float>{});
+    check_rows_and_columns<ExecutionSpace, Layout, std::int32_t>(rows, columns,
+                                                                 kpl::Min<std::int32_t>{});
+  }
+}
+
+}  // namespace
+
+KPL_EXECUTION_SPACE_TEST(Reduce, RowsAndColumnsOfRowMajorMatrices) {
+  check_matrix_shapes<TypeParam, Kokkos::LayoutRight>();
+}
+KPL_EXECUTION_SPACE_TEST(Reduce, RowsAndColumnsOfColumnMajorMatrices) {
+  check_matrix_shapes<TypeParam, Kokkos::LayoutLeft>();
+}
+
+TEST(ReduceMatrix, RejectsAnOutputOfTheWrongLength) {
+  Kokkos::View<double**, Kokkos::HostSpace> matrix("matrix", 4, 3);
+  Kokkos::View<double*, Kokkos::HostSpace> output("output", 3);
+  try {
+    kpl::reduce_rows(Kokkos::DefaultHostExecutionSpace{}, matrix, kpl::Sum<double>{}, output);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("4 rows"), std::string::npos) << error.what();
+  }
 }

@@ -61,7 +61,7 @@ int print_self_check(const std::vector<kpl::SelfCheckResult>& results) {
   std::cout << "self-check (" << results.size() << " checks)\n";
   for (const auto& result : results) {
     std::cout << "  " << (result.passed() ? "ok    " : "FAILED") << " " << std::left
-              << std::setw(8) << result.backend << std::setw(32) << result.check
+              << std::setw(8) << result.backend << std::setw(36) << result.check
               << std::right << " relative error " << std::scientific << std::setprecision(2)
               << result.relative_error << " (tolerance " << result.tolerance << ")\n";
     if (!result.passed()) ++failures;

@@ -1,8 +1,8 @@
 // `kpl self-check`: the job kpl runs on its shipped inputs until the GAM and
-// deconvolution modules exist. It reads inputs/self_check.h5, sends its data
-// through every enabled execution space and compares what each backend
-// computes with the reference values stored in the file (computed in double
-// by scripts/make_inputs.py). A failed check is reported, not hidden: the
+// deconvolution modules exist. It reads inputs/self_check.h5, runs kpl's
+// kernels (the reductions, for now) on its data on every enabled execution
+// space and compares what each backend computes with the reference values
+// stored in the file (exactly rounded, by scripts/make_inputs.py). A failed check is reported, not hidden: the
 // report says which backend and check failed and by how much.
 #pragma once
 
@@ -18,7 +18,7 @@ struct SelfCheckResult {
   double reference = 0;  // what the file says
   double relative_error = 0;
   double tolerance = 0;
-  bool passed() const { return relative_error <= tolerance; }
+  bool passed() const { return relative_error <= tolerance; }  // NaN fails
 };
 
 // Runs every check on every enabled execution space. Throws kpl::input_error

@@ -80,21 +80,23 @@ struct Product {
 
 // Min and Max ignore nothing: a NaN input gives an unspecified result, as
 // std::min does. The identity is +-infinity (floating) or the type's limit.
+// Compile-time constants rather than calls: std::numeric_limits' functions
+// are host functions, which device code may not call.
+template <class T>
+inline constexpr T largest_v = std::numeric_limits<T>::has_infinity
+                                   ? std::numeric_limits<T>::infinity()
+                                   : std::numeric_limits<T>::max();
+template <class T>
+inline constexpr T smallest_v = std::numeric_limits<T>::has_infinity
+                                    ? -std::numeric_limits<T>::infinity()
+                                    : std::numeric_limits<T>::lowest();
 template <class T>
 KOKKOS_INLINE_FUNCTION constexpr T largest() {
-  if constexpr (std::numeric_limits<T>::has_infinity) {
-    return std::numeric_limits<T>::infinity();
-  } else {
-    return std::numeric_limits<T>::max();
-  }
+  return largest_v<T>;
 }
 template <class T>
 KOKKOS_INLINE_FUNCTION constexpr T smallest() {
-  if constexpr (std::numeric_limits<T>::has_infinity) {
-    return -std::numeric_limits<T>::infinity();
-  } else {
-    return std::numeric_limits<T>::lowest();
-  }
+  return smallest_v<T>;
 }
 
 template <class T>

@@ -17,10 +17,10 @@ struct ReduceOptions {
 
 namespace detail {
 
+// Variables, not functions: device code may not call host constexpr functions.
 template <class ExecutionSpace>
-constexpr bool runs_on_host() {
-  return std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>;
-}
+inline constexpr bool runs_on_host_v =
+    std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>;
 
 // Whether teams may combine their results by one atomic each.
 template <class Op, class = void>
@@ -36,9 +36,7 @@ struct has_atomic_exchange<Op, std::void_t<decltype(Op::atomic_exchange)>>
                          (sizeof(typename Op::value_type) == 4 ||
                           sizeof(typename Op::value_type) == 8)> {};
 template <class Op>
-constexpr bool supports_atomics() {
-  return has_atomic_add<Op>::value || has_atomic_exchange<Op>::value;
-}
+inline constexpr bool supports_atomics_v = has_atomic_add<Op>::value || has_atomic_exchange<Op>::value;
 
 template <class T>
 KOKKOS_INLINE_FUNCTION bool same_bits(const T& a, const T& b) {
@@ -85,7 +83,7 @@ struct LaunchShape {
 template <class ExecutionSpace>
 LaunchShape reduction_shape(const ExecutionSpace& space, std::int64_t length, int requested_teams) {
   LaunchShape shape{1, 1, 1};
-  if constexpr (!runs_on_host<ExecutionSpace>()) {
+  if constexpr (!runs_on_host_v<ExecutionSpace>) {
     // 8 x 32 = 256 threads a team; enough teams to fill the device once,
     // each thread then loops over a strided range (fewer partial results).
     shape.team_size = 8;
@@ -189,7 +187,7 @@ struct ReduceTeams {
         [&](const int lane, value_type& lane_value) {
           const std::int64_t thread =
               (team * member.team_size() + member.team_rank()) * lanes + lane;
-          if constexpr (runs_on_host<ExecutionSpace>()) {
+          if constexpr (runs_on_host_v<ExecutionSpace>) {
             accumulate_contiguous(thread, threads, lane_value);
           } else {
             accumulate_interleaved(thread, threads, lane_value);
@@ -200,7 +198,7 @@ struct ReduceTeams {
     const value_type team_value = team_reduce(member, op, thread_value);
     // Level 4: across teams.
     Kokkos::single(Kokkos::PerTeam(member), [&]() {
-      if constexpr (supports_atomics<Op>()) {
+      if constexpr (supports_atomics_v<Op>) {
         if (use_atomics) {
           atomic_combine(op, &result(), team_value);
           return;
@@ -263,7 +261,7 @@ void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
   const std::int64_t length = static_cast<std::int64_t>(input.extent(0));
   const auto shape = detail::reduction_shape(space, length, options.teams);
   bool use_atomics = false;
-  if constexpr (detail::supports_atomics<Op>()) {
+  if constexpr (detail::supports_atomics_v<Op>) {
     use_atomics = options.combine != cross_team::second_pass;
   } else if (options.combine == cross_team::atomics) {
     throw std::invalid_argument("kpl::reduce: this operation cannot combine teams by atomics");
@@ -285,7 +283,7 @@ void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
       Kokkos::TeamPolicy<ExecutionSpace>(space, shape.teams, shape.team_size, shape.vector_length),
       teams);
   if (!use_atomics) {
-    const int team_size = detail::runs_on_host<ExecutionSpace>() ? 1 : 256;
+    const int team_size = detail::runs_on_host_v<ExecutionSpace> ? 1 : 256;
     Kokkos::parallel_for(
         "kpl::reduce::combine_teams", Kokkos::TeamPolicy<ExecutionSpace>(space, 1, team_size),
         detail::CombinePartials<Op, ResultView, PartialView, ExecutionSpace>{op, partials,
@@ -324,6 +322,164 @@ auto reduce(const ExecutionSpace& space, const InputView& input, const FirstOp& 
             const SecondOp& second, const MoreOps&... more) {
   const auto pack = reduce(space, input, several(first, second, more...));
   return detail::pack_to_tuple(pack, std::make_index_sequence<2 + sizeof...(MoreOps)>{});
+}
+
+// ------------------------------------------------ 2-D: rows and columns
+
+namespace detail {
+
+// A(output, k) for the output being reduced over k: reduce_rows reads A(i, k),
+// reduce_columns A(k, j).
+template <class Matrix, bool Columns>
+struct Oriented {
+  Matrix matrix;
+  KOKKOS_INLINE_FUNCTION auto operator()(std::int64_t output, std::int64_t k) const {
+    if constexpr (Columns) {
+      return matrix(k, output);
+    } else {
+      return matrix(output, k);
+    }
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t outputs() const { return matrix.extent(Columns ? 1 : 0); }
+  KOKKOS_INLINE_FUNCTION std::int64_t reduced() const { return matrix.extent(Columns ? 0 : 1); }
+  std::int64_t reduced_stride() const { return matrix.stride(Columns ? 0 : 1); }
+};
+
+// Reduced dimension contiguous in memory: one thread per output, its vector
+// lanes over the contiguous elements (coalesced on GPUs).
+template <class Op, class Access, class Output, class ExecutionSpace>
+struct ReduceAlongContiguous {
+  using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  Op op;
+  Access access;
+  Output output;
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    const std::int64_t o = std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+    // Threads past the last output still take part (with nothing to reduce):
+    // the vector lanes of a warp shuffle together.
+    const bool active = o < access.outputs();
+    const int reduced = active ? static_cast<int>(access.reduced()) : 0;
+    const auto value = vector_reduce(member, reduced, op, [&](const int k) {
+      return op.lift(access(o, k), k);
+    });
+    if (active) Kokkos::single(Kokkos::PerThread(member), [&]() { output(o) = value; });
+  }
+};
+
+// Reduced dimension strided: each GPU thread owns one output (neighbouring
+// threads read neighbouring addresses) over one segment of the reduced
+// dimension; a CPU thread owns one segment and sweeps it row by row over all
+// outputs (sequential in memory). Segment results go to partials(segment, o).
+template <class Op, class Access, class Partials, class ExecutionSpace>
+struct ReduceAcrossStrided {
+  using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  Op op;
+  Access access;
+  Partials partials;
+  int output_blocks;  // teams per segment (GPU)
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    const std::int64_t segments = partials.extent(0);
+    const std::int64_t reduced = access.reduced();
+    const std::int64_t outputs = access.outputs();
+    const std::int64_t segment = member.league_rank() / output_blocks;
+    const std::int64_t begin = reduced * segment / segments;
+    const std::int64_t end = reduced * (segment + 1) / segments;
+    if constexpr (runs_on_host_v<ExecutionSpace>) {
+      for (std::int64_t o = 0; o < outputs; ++o) partials(segment, o) = op.identity();
+      for (std::int64_t k = begin; k < end; ++k)
+        for (std::int64_t o = 0; o < outputs; ++o)
+          op.combine(partials(segment, o), op.lift(access(o, k), k));
+    } else {
+      const std::int64_t block = member.league_rank() % output_blocks;
+      const std::int64_t o = block * member.team_size() + member.team_rank();
+      if (o >= outputs) return;
+      auto value = op.identity();
+      for (std::int64_t k = begin; k < end; ++k) op.combine(value, op.lift(access(o, k), k));
+      partials(segment, o) = value;
+    }
+  }
+};
+
+template <class Op, class Partials, class Output>
+struct CombineSegments {
+  Op op;
+  Partials partials;
+  Output output;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t o) const {
+    auto value = op.identity();
+    for (std::size_t s = 0; s < partials.extent(0); ++s) op.combine(value, partials(s, o));
+    output(o) = value;
+  }
+};
+
+template <bool Columns, class ExecutionSpace, class Matrix, class Op, class Output>
+void reduce_matrix(const ExecutionSpace& space, const Matrix& matrix, const Op& op,
+                   const Output& output) {
+  static_assert(Kokkos::is_view<Matrix>::value && Matrix::rank == 2,
+                "kpl::reduce_rows/reduce_columns take a 2-D Kokkos::View");
+  static_assert(Output::rank == 1, "the output of a row or column reduction is a 1-D View");
+  static_assert(std::is_same_v<typename Output::value_type, typename Op::value_type>,
+                "the output View's value type must be the operation's value_type");
+  using Access = Oriented<Matrix, Columns>;
+  const Access access{matrix};
+  const std::int64_t outputs = access.outputs();
+  const std::int64_t reduced = access.reduced();
+  if (static_cast<std::int64_t>(output.extent(0)) != outputs) {
+    throw std::invalid_argument(std::string("kpl::") + (Columns ? "reduce_columns" : "reduce_rows") +
+                                ": the output has " + std::to_string(output.extent(0)) +
+                                " elements, the matrix " + std::to_string(outputs) +
+                                (Columns ? " columns" : " rows"));
+  }
+  if (outputs == 0) return;
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
+  if (access.reduced_stride() == 1 || reduced <= 1) {
+    int vector_length = 1;
+    if constexpr (!host) {
+      while (vector_length < 32 && vector_length < reduced) vector_length *= 2;
+    }
+    const int team_size = host ? 1 : 256 / vector_length;
+    const auto teams = static_cast<int>((outputs + team_size - 1) / team_size);
+    Kokkos::parallel_for(
+        Columns ? "kpl::reduce_columns::along_contiguous" : "kpl::reduce_rows::along_contiguous",
+        Kokkos::TeamPolicy<ExecutionSpace>(space, teams, team_size, vector_length),
+        ReduceAlongContiguous<Op, Access, Output, ExecutionSpace>{op, access, output});
+    return;
+  }
+  using Partials = Kokkos::View<typename Op::value_type**, Kokkos::LayoutRight,
+                                typename ExecutionSpace::memory_space>;
+  const int team_size = host ? 1 : 256;
+  const int output_blocks = host ? 1 : static_cast<int>((outputs + team_size - 1) / team_size);
+  // Enough segments to give every hardware thread work, each at least 32 long.
+  const std::int64_t want =
+      std::max<std::int64_t>(1, space.concurrency() / (std::int64_t(output_blocks) * team_size));
+  const std::int64_t segments =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(want, reduced / 32));
+  Partials partials(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::segments"),
+                    segments, outputs);
+  Kokkos::parallel_for(
+      Columns ? "kpl::reduce_columns::across_strided" : "kpl::reduce_rows::across_strided",
+      Kokkos::TeamPolicy<ExecutionSpace>(space, static_cast<int>(segments) * output_blocks, team_size),
+      ReduceAcrossStrided<Op, Access, Partials, ExecutionSpace>{op, access, partials, output_blocks});
+  Kokkos::parallel_for(
+      Columns ? "kpl::reduce_columns::combine_segments" : "kpl::reduce_rows::combine_segments",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, outputs),
+      CombineSegments<Op, Partials, Output>{op, partials, output});
+}
+
+}  // namespace detail
+
+// output(i) = op over j of matrix(i, j). Asynchronous, like reduce into a View.
+template <class ExecutionSpace, class Matrix, class Op, class Output>
+void reduce_rows(const ExecutionSpace& space, const Matrix& matrix, const Op& op,
+                 const Output& output) {
+  detail::reduce_matrix<false>(space, matrix, op, output);
+}
+
+// output(j) = op over i of matrix(i, j). Asynchronous.
+template <class ExecutionSpace, class Matrix, class Op, class Output>
+void reduce_columns(const ExecutionSpace& space, const Matrix& matrix, const Op& op,
+                    const Output& output) {
+  detail::reduce_matrix<true>(space, matrix, op, output);
 }
 
 }  // namespace kpl
