@@ -285,6 +285,7 @@ struct OpReducer {
   KOKKOS_INLINE_FUNCTION void join(value_type& into, const value_type& other) const {
     op.combine(into, other);
   }
+  KPL_COMPAT_VOLATILE_JOIN(value_type)
   KOKKOS_INLINE_FUNCTION void init(value_type& value) const { value = op.identity(); }
   KOKKOS_INLINE_FUNCTION value_type& reference() const { return *target; }
   KOKKOS_INLINE_FUNCTION result_view_type view() const { return result_view_type(target); }

@@ -51,3 +51,20 @@ inline std::string host_threads_argument(int threads) {
 }
 
 }  // namespace kpl::compat
+
+// Kokkos 3.4's top-level parallel_reduce joins a reducer's values through
+// volatile references (and silently falls back to += without such a join);
+// Kokkos 4 calls the plain join. Inside a reducer class with a plain
+//   join(value_type&, const value_type&) const
+// this macro adds the volatile overload where Kokkos needs it. The values
+// live in Kokkos' reduction buffers, not in volatile objects, so casting the
+// qualifier away is sound.
+#if KPL_KOKKOS_4
+#define KPL_COMPAT_VOLATILE_JOIN(value_type)
+#else
+#define KPL_COMPAT_VOLATILE_JOIN(value_type)                                             \
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& into,                            \
+                                   const volatile value_type& other) const {             \
+    join(const_cast<value_type&>(into), const_cast<const value_type&>(other));           \
+  }
+#endif

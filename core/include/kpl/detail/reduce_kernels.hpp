@@ -104,7 +104,8 @@ LaunchShape reduction_shape(const ExecutionSpace& space, std::int64_t length, in
 template <class Op, class InputView, class ResultView, class PartialView, class ExecutionSpace>
 struct ReduceTeams {
   using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
-  using value_type = typename Op::value_type;
+  // Not named value_type: Kokkos 3.4 would take the functor for the reducer.
+  using team_value_type = typename Op::value_type;
   using input_type = typename Op::input_type;
   // 16-byte chunks: one vector load per chunk on GPUs.
   static constexpr int chunk = sizeof(input_type) >= 16 ? 1 : 16 / sizeof(input_type);
@@ -122,7 +123,7 @@ struct ReduceTeams {
   int lanes;  // the policy's vector length (not every team member reports it)
 
   KOKKOS_INLINE_FUNCTION void accumulate_interleaved(std::int64_t thread, std::int64_t threads,
-                                                     value_type& value) const {
+                                                     team_value_type& value) const {
     std::int64_t tail_begin = 0;
     if (data != nullptr) {
       // Chunk c goes to thread c mod threads: a warp reads consecutive chunks.
@@ -155,7 +156,7 @@ struct ReduceTeams {
   }
 
   KOKKOS_INLINE_FUNCTION void accumulate_contiguous(std::int64_t thread, std::int64_t threads,
-                                                    value_type& value) const {
+                                                    team_value_type& value) const {
     // CPU threads take one contiguous range each (caches and prefetchers),
     // summed in blocks so rounding error grows with the block count rather
     // than with the whole range.
@@ -164,7 +165,7 @@ struct ReduceTeams {
     constexpr std::int64_t block = 1024;
     for (std::int64_t block_begin = begin; block_begin < end; block_begin += block) {
       const std::int64_t block_end = block_begin + block < end ? block_begin + block : end;
-      value_type block_value = op.identity();
+      team_value_type block_value = op.identity();
       if (data != nullptr) {
         for (std::int64_t i = block_begin; i < block_end; ++i)
           op.combine(block_value, op.lift(data[i], i));
@@ -176,15 +177,16 @@ struct ReduceTeams {
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+  // Levels 1 to 3; every thread of the team gets the team's value.
+  KOKKOS_INLINE_FUNCTION team_value_type team_value(const member_type& member) const {
     const std::int64_t team = member.league_rank();
     const std::int64_t threads =
         std::int64_t(member.league_size()) * member.team_size() * lanes;
-    value_type thread_value;
+    team_value_type thread_value;
     // Level 1 and 2: every lane accumulates its elements, then the lanes combine.
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(member, lanes),
-        [&](const int lane, value_type& lane_value) {
+        [&](const int lane, team_value_type& lane_value) {
           const std::int64_t thread =
               (team * member.team_size() + member.team_rank()) * lanes + lane;
           if constexpr (runs_on_host_v<ExecutionSpace>) {
@@ -195,17 +197,29 @@ struct ReduceTeams {
         },
         OpReducer<Op>(op, thread_value));
     // Level 3: the threads of the team.
-    const value_type team_value = team_reduce(member, op, thread_value);
-    // Level 4: across teams.
+    return team_reduce(member, op, thread_value);
+  }
+
+  // Level 4 by one atomic per team, or into partials(team) for a second pass.
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    const team_value_type value = team_value(member);
     Kokkos::single(Kokkos::PerTeam(member), [&]() {
       if constexpr (supports_atomics_v<Op>) {
         if (use_atomics) {
-          atomic_combine(op, &result(), team_value);
+          atomic_combine(op, &result(), value);
           return;
         }
       }
-      partials(team) = team_value;
+      partials(member.league_rank()) = value;
     });
+  }
+
+  // Level 4 by Kokkos' own inter-team stage (parallel_reduce over the teams):
+  // one launch and Kokkos' reused buffers, for results wanted on the host.
+  // Only one thread of each team contributes; all others hold the identity.
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member, team_value_type& update) const {
+    const team_value_type value = team_value(member);
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { op.combine(update, value); });
   }
 };
 
@@ -292,17 +306,40 @@ void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
 }
 
 // Reduces a 1-D View with one operation and returns the value on the host
-// (waits for the result).
+// (waits for the result). With cross_team::automatic the teams are combined
+// by Kokkos' parallel_reduce (one launch, no allocation); the other choices
+// go through a device result as above.
 template <class ExecutionSpace, class InputView, class Op>
 typename Op::value_type reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
                                const ReduceOptions& options = {}) {
-  Kokkos::View<typename Op::value_type, typename ExecutionSpace::memory_space> result(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::result"));
-  reduce(space, input, op, result, options);
-  typename Op::value_type value;
-  Kokkos::View<typename Op::value_type, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host(&value);
-  Kokkos::deep_copy(space, host, result);
-  space.fence();
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  using value_type = typename Op::value_type;
+  if (options.combine != cross_team::automatic) {
+    Kokkos::View<value_type, MemorySpace> result(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::result"));
+    reduce(space, input, op, result, options);
+    value_type value;
+    Kokkos::View<value_type, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host(&value);
+    Kokkos::deep_copy(space, host, result);
+    space.fence();
+    return value;
+  }
+  static_assert(Kokkos::is_view<InputView>::value && InputView::rank == 1,
+                "kpl::reduce takes a 1-D Kokkos::View");
+  using Input = Kokkos::View<const typename InputView::non_const_value_type*,
+                             typename InputView::array_layout, typename InputView::device_type,
+                             Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+  using Unused = Kokkos::View<value_type*, MemorySpace>;
+  const std::int64_t length = static_cast<std::int64_t>(input.extent(0));
+  const auto shape = detail::reduction_shape(space, length, options.teams);
+  detail::ReduceTeams<Op, Input, Kokkos::View<value_type, MemorySpace>, Unused, ExecutionSpace>
+      teams{op, Input(input), detail::contiguous_aligned_data(input), length, {}, {}, false,
+            shape.vector_length};
+  value_type value;
+  Kokkos::parallel_reduce(
+      "kpl::reduce::teams_to_host",
+      Kokkos::TeamPolicy<ExecutionSpace>(space, shape.teams, shape.team_size, shape.vector_length),
+      teams, detail::OpReducer<Op>(op, value));
   return value;
 }
 
