@@ -165,14 +165,24 @@ struct ReduceTeams {
     constexpr std::int64_t block = 1024;
     for (std::int64_t block_begin = begin; block_begin < end; block_begin += block) {
       const std::int64_t block_end = block_begin + block < end ? block_begin + block : end;
-      team_value_type block_value = op.identity();
+      // Four independent accumulators: one dependent chain of adds would run
+      // at the add latency, not at memory speed (the operation is
+      // associative and commutative, so any grouping is valid).
+      team_value_type partial[4] = {op.identity(), op.identity(), op.identity(), op.identity()};
+      std::int64_t i = block_begin;
       if (data != nullptr) {
-        for (std::int64_t i = block_begin; i < block_end; ++i)
-          op.combine(block_value, op.lift(data[i], i));
-      } else {
-        for (std::int64_t i = block_begin; i < block_end; ++i)
-          op.combine(block_value, op.lift(input(i), i));
+        for (; i + 3 < block_end; i += 4) {
+          op.combine(partial[0], op.lift(data[i], i));
+          op.combine(partial[1], op.lift(data[i + 1], i + 1));
+          op.combine(partial[2], op.lift(data[i + 2], i + 2));
+          op.combine(partial[3], op.lift(data[i + 3], i + 3));
+        }
       }
+      for (; i < block_end; ++i) op.combine(partial[0], op.lift(input(i), i));
+      op.combine(partial[0], partial[1]);
+      op.combine(partial[2], partial[3]);
+      op.combine(partial[0], partial[2]);
+      const team_value_type& block_value = partial[0];
       op.combine(value, block_value);
     }
   }
