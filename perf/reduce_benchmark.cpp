@@ -49,6 +49,31 @@ void kpl_reduce(benchmark::State& state) {
   report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
+
+// The same reduction into a preallocated device View (atomics for Sum and Max,
+// a second pass for MinMax), fenced each iteration: the path a caller that
+// keeps the result on the device takes.
+template <class ExecutionSpace, class T, Which which>
+void kpl_reduce_into_view(benchmark::State& state) {
+  const ExecutionSpace space;
+  const auto values = random_input<ExecutionSpace, T>(state.range(0));
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  Kokkos::View<typename kpl::Sum<T>::value_type, MemorySpace> sum("sum");
+  Kokkos::View<T, MemorySpace> largest("largest");
+  Kokkos::View<kpl::MinMaxValue<T>, MemorySpace> extremes("extremes");
+  for (auto _ : state) {
+    if constexpr (which == Which::sum) {
+      kpl::reduce(space, values, kpl::Sum<T>{}, sum);
+    } else if constexpr (which == Which::max) {
+      kpl::reduce(space, values, kpl::Max<T>{}, largest);
+    } else {
+      kpl::reduce(space, values, kpl::MinMax<T>{}, extremes);
+    }
+    space.fence();
+  }
+  report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
+}
+
 // The baseline users write today: one parallel_reduce with a built-in reducer.
 template <class ExecutionSpace, class T, Which which>
 void kokkos_parallel_reduce(benchmark::State& state) {
@@ -118,6 +143,9 @@ void register_pair(const std::string& type, const std::string& operation) {
     bench->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)->Arg(std::int64_t(1) << 28)
         ->UseRealTime()->Unit(benchmark::kMicrosecond);
   }
+  benchmark::RegisterBenchmark(("reduce/kpl_into_view/" + suffix).c_str(),
+                               kpl_reduce_into_view<ExecutionSpace, T, which>)
+      ->Arg(1000000)->Arg(std::int64_t(1) << 28)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 const bool registered = [] {
