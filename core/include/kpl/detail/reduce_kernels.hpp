@@ -316,15 +316,21 @@ void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
 }
 
 // Reduces a 1-D View with one operation and returns the value on the host
-// (waits for the result). With cross_team::automatic the teams are combined
-// by Kokkos' parallel_reduce (one launch, no allocation); the other choices
-// go through a device result as above.
+// (waits for the result). With cross_team::automatic, inputs under
+// 2^24 elements have their teams combined by Kokkos' parallel_reduce (one
+// launch, no allocation: 16-21 us for 1e3-1e6 elements on an H100, as plain
+// Kokkos); larger ones go through a device result with atomics or a second
+// pass, whose fixed cost (allocation, initialisation, copy) is small there
+// and whose kernel measured faster (2^28 floats: 371 us against 429 us,
+// perf/RESULTS.md).
 template <class ExecutionSpace, class InputView, class Op>
 typename Op::value_type reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
                                const ReduceOptions& options = {}) {
   using MemorySpace = typename ExecutionSpace::memory_space;
   using value_type = typename Op::value_type;
-  if (options.combine != cross_team::automatic) {
+  constexpr std::int64_t large = std::int64_t(1) << 24;
+  if (options.combine != cross_team::automatic ||
+      static_cast<std::int64_t>(input.extent(0)) >= large) {
     Kokkos::View<value_type, MemorySpace> result(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::result"));
     reduce(space, input, op, result, options);
