@@ -1,7 +1,7 @@
 // Benchmark driver: Kokkos lives for the whole run; --kokkos-* arguments go to
 // Kokkos, the rest to Google Benchmark.
-#include <Kokkos_Core.hpp>
 #include <benchmark/benchmark.h>
+#include <Kokkos_Core.hpp>
 
 int main(int argc, char** argv) {
   Kokkos::initialize(argc, argv);

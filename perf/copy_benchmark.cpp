@@ -2,8 +2,8 @@
 // device-to-device copy in the same run, counting bytes read plus written.
 #include <kpl/execution_spaces.hpp>
 
-#include <Kokkos_Core.hpp>
 #include <benchmark/benchmark.h>
+#include <Kokkos_Core.hpp>
 
 #include <string>
 
@@ -24,15 +24,16 @@ void copy(benchmark::State& state) {
   }
   const double bytes = 2.0 * sizeof(float) * static_cast<double>(length);
   state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
-  state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string("backend=") + ExecutionSpace::name());
 }
 
 const bool registered = [] {
   kpl::for_each_execution_space([](auto tag) {
     using ExecutionSpace = typename decltype(tag)::type;
-    benchmark::RegisterBenchmark(
-        (std::string("copy/float/") + ExecutionSpace::name()).c_str(), copy<ExecutionSpace>)
+    benchmark::RegisterBenchmark((std::string("copy/float/") + ExecutionSpace::name()).c_str(),
+                                 copy<ExecutionSpace>)
         ->RangeMultiplier(16)
         ->Range(1 << 16, 1 << 28)
         ->UseRealTime()

@@ -4,8 +4,8 @@
 #include <kpl/execution_spaces.hpp>
 #include <kpl/reduce.hpp>
 
-#include <Kokkos_Core.hpp>
 #include <benchmark/benchmark.h>
+#include <Kokkos_Core.hpp>
 
 #include <string>
 
@@ -48,7 +48,6 @@ void kpl_reduce(benchmark::State& state) {
   }
   report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
-
 
 // The same reduction into a preallocated device View (atomics for Sum and Max,
 // a second pass for MinMax), fenced each iteration: the path a caller that
@@ -111,7 +110,6 @@ void kokkos_parallel_reduce(benchmark::State& state) {
   report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
-
 // Row and column sums of a square float matrix (row-major): the along-
 // contiguous and across-strided kernels. Bytes: the matrix once.
 template <class ExecutionSpace, bool Columns>
@@ -136,16 +134,25 @@ void kpl_matrix_sum(benchmark::State& state) {
 template <class ExecutionSpace, class T, Which which>
 void register_pair(const std::string& type, const std::string& operation) {
   const std::string suffix = operation + "/" + type + "/" + ExecutionSpace::name();
-  for (auto* bench : {benchmark::RegisterBenchmark(("reduce/kpl/" + suffix).c_str(),
-                                                   kpl_reduce<ExecutionSpace, T, which>),
-                      benchmark::RegisterBenchmark(("reduce/kokkos/" + suffix).c_str(),
-                                                   kokkos_parallel_reduce<ExecutionSpace, T, which>)}) {
-    bench->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)->Arg(std::int64_t(1) << 28)
-        ->UseRealTime()->Unit(benchmark::kMicrosecond);
+  for (auto* bench :
+       {benchmark::RegisterBenchmark(("reduce/kpl/" + suffix).c_str(),
+                                     kpl_reduce<ExecutionSpace, T, which>),
+        benchmark::RegisterBenchmark(("reduce/kokkos/" + suffix).c_str(),
+                                     kokkos_parallel_reduce<ExecutionSpace, T, which>)}) {
+    bench->Arg(1000)
+        ->Arg(10000)
+        ->Arg(100000)
+        ->Arg(1000000)
+        ->Arg(std::int64_t(1) << 28)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   }
   benchmark::RegisterBenchmark(("reduce/kpl_into_view/" + suffix).c_str(),
                                kpl_reduce_into_view<ExecutionSpace, T, which>)
-      ->Arg(1000000)->Arg(std::int64_t(1) << 28)->UseRealTime()->Unit(benchmark::kMicrosecond);
+      ->Arg(1000000)
+      ->Arg(std::int64_t(1) << 28)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 }
 
 const bool registered = [] {
@@ -158,10 +165,16 @@ const bool registered = [] {
     const std::string backend = Space::name();
     benchmark::RegisterBenchmark(("reduce_rows/kpl/sum/float/" + backend).c_str(),
                                  kpl_matrix_sum<Space, false>)
-        ->Arg(4096)->Arg(16384)->UseRealTime()->Unit(benchmark::kMicrosecond);
+        ->Arg(4096)
+        ->Arg(16384)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("reduce_columns/kpl/sum/float/" + backend).c_str(),
                                  kpl_matrix_sum<Space, true>)
-        ->Arg(4096)->Arg(16384)->UseRealTime()->Unit(benchmark::kMicrosecond);
+        ->Arg(4096)
+        ->Arg(16384)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   });
   return true;
 }();

@@ -50,8 +50,8 @@ KPL_EXECUTION_SPACE_TEST(Backend, KernelsRunOnEveryLength) {
 KPL_EXECUTION_SPACE_TEST(Backend, HostBackendsOtherThanSerialUseSeveralThreads) {
   const TypeParam space;
   const bool is_serial = std::string(TypeParam::name()) == "Serial";
-  const bool is_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                                  typename TypeParam::memory_space>::accessible;
+  const bool is_host =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename TypeParam::memory_space>::accessible;
   if (is_serial) {
     EXPECT_EQ(space.concurrency(), 1);
   } else if (is_host) {

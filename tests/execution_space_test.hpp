@@ -11,8 +11,8 @@
 
 #include <kpl/execution_spaces.hpp>
 
-#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
+#include <Kokkos_Core.hpp>
 
 #include <string>
 #include <tuple>
@@ -40,10 +40,9 @@ class ExecutionSpaceTest : public ::testing::Test {};
 
 }  // namespace kpl::testing
 
-#define KPL_EXECUTION_SPACE_SUITE(Suite)                                        \
-  template <class ExecutionSpace>                                              \
-  class Suite : public ::kpl::testing::ExecutionSpaceTest<ExecutionSpace> {};  \
-  TYPED_TEST_SUITE(Suite, ::kpl::testing::ExecutionSpaces,                     \
-                   ::kpl::testing::ExecutionSpaceName)
+#define KPL_EXECUTION_SPACE_SUITE(Suite)                                      \
+  template <class ExecutionSpace>                                             \
+  class Suite : public ::kpl::testing::ExecutionSpaceTest<ExecutionSpace> {}; \
+  TYPED_TEST_SUITE(Suite, ::kpl::testing::ExecutionSpaces, ::kpl::testing::ExecutionSpaceName)
 
 #define KPL_EXECUTION_SPACE_TEST(Suite, Name) TYPED_TEST(Suite, Name)

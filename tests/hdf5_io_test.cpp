@@ -6,6 +6,7 @@
 
 #include <hdf5.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -14,7 +15,6 @@
 #include <limits>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -262,14 +262,16 @@ TEST(Hdf5Input, ReportsUnsupportedTypes) {
     const hid_t text = H5Tcopy(H5T_C_S1);
     H5Tset_size(text, 4);
     const char words[8] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
-    const hid_t strings = H5Dcreate2(file, "words", text, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t strings =
+        H5Dcreate2(file, "words", text, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dwrite(strings, text, H5S_ALL, H5S_ALL, H5P_DEFAULT, words);
     H5Dclose(strings);
     const hid_t pair = H5Tcreate(H5T_COMPOUND, 16);
     H5Tinsert(pair, "re", 0, H5T_NATIVE_DOUBLE);
     H5Tinsert(pair, "im", 8, H5T_NATIVE_DOUBLE);
     const double values[4] = {1, 2, 3, 4};
-    const hid_t complex = H5Dcreate2(file, "complex", pair, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t complex =
+        H5Dcreate2(file, "complex", pair, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dwrite(complex, pair, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
     H5Dclose(complex);
     const std::uint64_t big[2] = {1, 2};
@@ -393,7 +395,8 @@ TEST(Hdf5Attributes, ReadsFixedLengthStringsAsH5pyAndNumpyWriteThem) {
     const float one_value[1] = {0.5f};
     const hsize_t one = 1;
     const hid_t vector_space = H5Screate_simple(1, &one, nullptr);
-    const hid_t third = H5Acreate2(file, "nu", H5T_IEEE_F32LE, vector_space, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t third =
+        H5Acreate2(file, "nu", H5T_IEEE_F32LE, vector_space, H5P_DEFAULT, H5P_DEFAULT);
     H5Awrite(third, H5T_NATIVE_FLOAT, one_value);
     H5Aclose(third);
     H5Sclose(vector_space);
@@ -442,10 +445,8 @@ TEST(Hdf5Output, LeavesNothingBehindUnlessCommitted) {
 TEST(Hdf5Output, ReportsUnwritableDestinations) {
   ScratchDirectory directory;
   const auto nowhere = directory.file("no/such/dir/out.h5");
-  expect_error<kpl::input_error>([&] { OutputFile output(nowhere); },
-                                 {nowhere, "does not exist"});
-  expect_error<kpl::input_error>([&] { OutputFile output(directory.file("")); },
-                                 {"directory"});
+  expect_error<kpl::input_error>([&] { OutputFile output(nowhere); }, {nowhere, "does not exist"});
+  expect_error<kpl::input_error>([&] { OutputFile output(directory.file("")); }, {"directory"});
   OutputFile output(directory.file("attributes_first.h5"));
   expect_error<kpl::runtime_error>([&] { output.write_attribute("/x", "a", 1.0); },
                                    {"/x", "before its attributes"});
@@ -462,7 +463,8 @@ void check_device_round_trip() {
   const auto path = directory.file("device.h5");
   HostArray<double, 2> matrix("matrix", 17, 33);
   std::mt19937_64 generator(7);
-  for (std::size_t i = 0; i < matrix.size(); ++i) matrix.data()[i] = random_value<double>(generator);
+  for (std::size_t i = 0; i < matrix.size(); ++i)
+    matrix.data()[i] = random_value<double>(generator);
   {
     OutputFile output(path);
     output.write("matrix", matrix);
@@ -470,7 +472,8 @@ void check_device_round_trip() {
   }
   const InputFile input(path);
   const auto read = input.read<double, 2>("matrix", ReadRequirements{true, false});
-  const auto device = Kokkos::create_mirror_view_and_copy(typename ExecutionSpace::memory_space{}, read);
+  const auto device =
+      Kokkos::create_mirror_view_and_copy(typename ExecutionSpace::memory_space{}, read);
   Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecutionSpace::memory_space> doubled(
       "doubled", device.extent(0), device.extent(1));
   Kokkos::parallel_for(

@@ -25,8 +25,10 @@ std::vector<T> random_values(std::int64_t length, std::uint64_t seed, bool near_
                        : std::uniform_real_distribution<T>(-100, 100)(generator);
     } else {
       // Small integers: products stay exact (mostly +-1) and sums never overflow.
-      value = near_one ? (std::uniform_int_distribution<int>(0, 1)(generator) ? 1 : -1)
-                       : static_cast<T>(std::uniform_int_distribution<int>(-1000000, 1000000)(generator));
+      value =
+          near_one
+              ? (std::uniform_int_distribution<int>(0, 1)(generator) ? 1 : -1)
+              : static_cast<T>(std::uniform_int_distribution<int>(-1000000, 1000000)(generator));
     }
   }
   return values;
@@ -36,7 +38,7 @@ template <class ExecutionSpace, class T>
 Kokkos::View<T*, typename ExecutionSpace::memory_space> to_device(const std::vector<T>& values) {
   Kokkos::View<T*, typename ExecutionSpace::memory_space> device("input", values.size());
   Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host(values.data(),
-                                                                         values.size());
+                                                                          values.size());
   Kokkos::deep_copy(device, host);
   return device;
 }
@@ -152,8 +154,9 @@ void check_device_result_and_strided_input() {
     const auto small = Kokkos::subview(all, Kokkos::pair<std::int64_t, std::int64_t>(0, 500));
     double small_expected = 0;
     for (int i = 0; i < 500; ++i) small_expected += values[i];
-    EXPECT_NEAR(kpl::reduce(space, small, kpl::Sum<double>{}, {kpl::cross_team::second_pass, teams}),
-                small_expected, 1e-9);
+    EXPECT_NEAR(
+        kpl::reduce(space, small, kpl::Sum<double>{}, {kpl::cross_team::second_pass, teams}),
+        small_expected, 1e-9);
   }
 }
 
@@ -165,8 +168,8 @@ void check_float_sum_of_two_to_the_28() {
   using MemorySpace = typename ExecutionSpace::memory_space;
   const ExecutionSpace space;
   const std::int64_t length = std::int64_t(1) << 28;
-  Kokkos::View<float*, MemorySpace> values(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values"),
-                                           length);
+  Kokkos::View<float*, MemorySpace> values(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "values"), length);
   Kokkos::parallel_for(
       "kpl::test::fill_pattern", Kokkos::RangePolicy<ExecutionSpace>(space, 0, length),
       KOKKOS_LAMBDA(const std::int64_t i) {
@@ -289,7 +292,8 @@ void check_rows_and_columns(std::int64_t rows, std::int64_t columns, const Op& o
       op.combine(folded, op.lift(host_matrix(i, j), j));
     }
     if constexpr (std::is_same_v<Op, kpl::Sum<T>>) {
-      EXPECT_TRUE(near(row_host(i), sum, scale)) << "row " << i << ": " << row_host(i) << " vs " << sum;
+      EXPECT_TRUE(near(row_host(i), sum, scale))
+          << "row " << i << ": " << row_host(i) << " vs " << sum;
     } else {
       EXPECT_EQ(row_host(i), folded) << "row " << i;
     }
@@ -313,8 +317,8 @@ void check_rows_and_columns(std::int64_t rows, std::int64_t columns, const Op& o
 template <class ExecutionSpace, class Layout>
 void check_matrix_shapes() {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
-      {0, 0}, {0, 5}, {5, 0}, {1, 1}, {17, 33}, {33, 17}, {1000, 31}, {31, 1000}, {3, 100003},
-      {100003, 3}, {513, 4097}};
+      {0, 0},     {0, 5},     {5, 0},      {1, 1},      {17, 33},   {33, 17},
+      {1000, 31}, {31, 1000}, {3, 100003}, {100003, 3}, {513, 4097}};
   for (const auto& [rows, columns] : shapes) {
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(columns));
     check_rows_and_columns<ExecutionSpace, Layout, double>(rows, columns, kpl::Sum<double>{});

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
-#include <unistd.h>
 
 #ifndef KPL_SOURCE_DIR
 #error "KPL_SOURCE_DIR must point at the source tree (set by tests/CMakeLists.txt)"
@@ -29,8 +29,8 @@ TEST(SelfCheck, PassesOnTheShippedInputOnEveryBackend) {
   const auto info = kpl::collect_info();
   ASSERT_EQ(results.size(), 5 * info.enabled_backends.size());
   for (const auto& result : results) {
-    EXPECT_TRUE(result.passed()) << result.backend << " " << result.check << ": "
-                                 << result.value << " vs " << result.reference;
+    EXPECT_TRUE(result.passed()) << result.backend << " " << result.check << ": " << result.value
+                                 << " vs " << result.reference;
   }
 }
 

@@ -1,7 +1,7 @@
 // Test driver: Kokkos lives for the whole run, so every test can use every
 // enabled execution space. Arguments starting with --kokkos- go to Kokkos.
-#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
+#include <Kokkos_Core.hpp>
 
 #include <cstring>
 

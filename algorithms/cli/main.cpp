@@ -60,16 +60,15 @@ int print_self_check(const std::vector<kpl::SelfCheckResult>& results) {
   int failures = 0;
   std::cout << "self-check (" << results.size() << " checks)\n";
   for (const auto& result : results) {
-    std::cout << "  " << (result.passed() ? "ok    " : "FAILED") << " " << std::left
-              << std::setw(8) << result.backend << std::setw(36) << result.check
-              << std::right << " relative error " << std::scientific << std::setprecision(2)
-              << result.relative_error << " (tolerance " << result.tolerance << ")\n";
+    std::cout << "  " << (result.passed() ? "ok    " : "FAILED") << " " << std::left << std::setw(8)
+              << result.backend << std::setw(36) << result.check << std::right << " relative error "
+              << std::scientific << std::setprecision(2) << result.relative_error << " (tolerance "
+              << result.tolerance << ")\n";
     if (!result.passed()) ++failures;
   }
   std::cout << std::defaultfloat;
   if (failures > 0) {
-    std::cerr << "kpl: self-check: " << failures << " of " << results.size()
-              << " checks failed\n";
+    std::cerr << "kpl: self-check: " << failures << " of " << results.size() << " checks failed\n";
     return exit_failure;
   }
   std::cout << "self-check passed on every enabled backend\n";
@@ -92,8 +91,9 @@ int main(int argc, char** argv) {
              "Exit status: 0 success, 1 bad input or runtime failure, 2 usage error.");
 
   auto* info_command = app.add_subcommand(
-      "info", "Print kpl's, Kokkos' and Kokkos Kernels' versions, the enabled backends, "
-              "the default execution space and its concurrency, and the GPU if there is one");
+      "info",
+      "Print kpl's, Kokkos' and Kokkos Kernels' versions, the enabled backends, "
+      "the default execution space and its concurrency, and the GPU if there is one");
 
   std::string self_check_input;
   std::string self_check_output;

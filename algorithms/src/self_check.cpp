@@ -66,10 +66,11 @@ void check_backend(const ExecutionSpace& space, const References& references,
   results.push_back({backend, "reduce: vector max", largest, references.vector_max,
                      relative_error(largest, references.vector_max), 0.0});
   const double row_error = worst_relative_error(row_host, references.row_sums);
-  results.push_back({backend, "reduce_rows: matrix row sums", row_error, 0.0, row_error, tolerance});
+  results.push_back(
+      {backend, "reduce_rows: matrix row sums", row_error, 0.0, row_error, tolerance});
   const double column_error = worst_relative_error(column_host, references.column_sums);
-  results.push_back({backend, "reduce_columns: matrix column sums", column_error, 0.0,
-                     column_error, tolerance});
+  results.push_back(
+      {backend, "reduce_columns: matrix column sums", column_error, 0.0, column_error, tolerance});
 }
 
 }  // namespace self_check_detail
@@ -77,14 +78,13 @@ void check_backend(const ExecutionSpace& space, const References& references,
 std::vector<SelfCheckResult> run_self_check(const std::string& input_path) {
   const hdf5::InputFile input(input_path);
   const hdf5::ReadRequirements finite{true, false};
-  self_check_detail::References references{
-      input.read<double, 1>("/vector", finite),
-      input.read<double, 2>("/matrix", finite),
-      input.read_number_attribute("/vector", "sum"),
-      input.read_number_attribute("/vector", "min"),
-      input.read_number_attribute("/vector", "max"),
-      input.read<double, 1>("/matrix_row_sums", finite),
-      input.read<double, 1>("/matrix_column_sums", finite)};
+  self_check_detail::References references{input.read<double, 1>("/vector", finite),
+                                           input.read<double, 2>("/matrix", finite),
+                                           input.read_number_attribute("/vector", "sum"),
+                                           input.read_number_attribute("/vector", "min"),
+                                           input.read_number_attribute("/vector", "max"),
+                                           input.read<double, 1>("/matrix_row_sums", finite),
+                                           input.read<double, 1>("/matrix_column_sums", finite)};
   hdf5::require_matching_extent(input, "/matrix", 0, "/matrix_row_sums", 0);
   hdf5::require_matching_extent(input, "/matrix", 1, "/matrix_column_sums", 0);
 

@@ -5,16 +5,15 @@
 
 #include <hdf5.h>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <system_error>
-#include <unistd.h>
 #include <utility>
 
-static_assert(std::is_same_v<hid_t, std::int64_t>,
-              "kpl stores hid_t as int64_t (HDF5 >= 1.10)");
+static_assert(std::is_same_v<hid_t, std::int64_t>, "kpl stores hid_t as int64_t (HDF5 >= 1.10)");
 
 namespace kpl::hdf5 {
 namespace {
@@ -80,20 +79,28 @@ std::string shape_text(const std::vector<std::size_t>& extents) {
 
 const char* element_type_name(element_type type) {
   switch (type) {
-    case element_type::float64: return "float64";
-    case element_type::float32: return "float32";
-    case element_type::int64: return "int64";
-    case element_type::int32: return "int32";
+    case element_type::float64:
+      return "float64";
+    case element_type::float32:
+      return "float32";
+    case element_type::int64:
+      return "int64";
+    case element_type::int32:
+      return "int32";
   }
   return "unknown";
 }
 
 hid_t memory_type(element_type type) {
   switch (type) {
-    case element_type::float64: return H5T_NATIVE_DOUBLE;
-    case element_type::float32: return H5T_NATIVE_FLOAT;
-    case element_type::int64: return H5T_NATIVE_INT64;
-    case element_type::int32: return H5T_NATIVE_INT32;
+    case element_type::float64:
+      return H5T_NATIVE_DOUBLE;
+    case element_type::float32:
+      return H5T_NATIVE_FLOAT;
+    case element_type::int64:
+      return H5T_NATIVE_INT64;
+    case element_type::int32:
+      return H5T_NATIVE_INT32;
   }
   return H5I_INVALID_HID;
 }
@@ -101,10 +108,14 @@ hid_t memory_type(element_type type) {
 // Little-endian IEEE and two's-complement types, as h5py writes on x86 and Arm.
 hid_t file_type(element_type type) {
   switch (type) {
-    case element_type::float64: return H5T_IEEE_F64LE;
-    case element_type::float32: return H5T_IEEE_F32LE;
-    case element_type::int64: return H5T_STD_I64LE;
-    case element_type::int32: return H5T_STD_I32LE;
+    case element_type::float64:
+      return H5T_IEEE_F64LE;
+    case element_type::float32:
+      return H5T_IEEE_F32LE;
+    case element_type::int64:
+      return H5T_STD_I64LE;
+    case element_type::int32:
+      return H5T_STD_I32LE;
   }
   return H5I_INVALID_HID;
 }
@@ -132,15 +143,22 @@ std::string describe_type(hid_t type) {
   const auto type_class = H5Tget_class(type);
   const auto size = H5Tget_size(type);
   switch (type_class) {
-    case H5T_FLOAT: return "float" + std::to_string(8 * size);
+    case H5T_FLOAT:
+      return "float" + std::to_string(8 * size);
     case H5T_INTEGER:
       return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * size);
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ENUM: return "enum";
-    case H5T_ARRAY: return "array";
-    case H5T_VLEN: return "variable-length";
-    default: return "non-numeric";
+    case H5T_STRING:
+      return "string";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_ENUM:
+      return "enum";
+    case H5T_ARRAY:
+      return "array";
+    case H5T_VLEN:
+      return "variable-length";
+    default:
+      return "non-numeric";
   }
 }
 
@@ -152,7 +170,8 @@ bool readable_as(hid_t type, element_type wanted) {
   const bool is_unsigned = type_class == H5T_INTEGER && H5Tget_sign(type) == H5T_SGN_NONE;
   switch (wanted) {
     case element_type::float64:
-    case element_type::float32: return type_class == H5T_FLOAT || type_class == H5T_INTEGER;
+    case element_type::float32:
+      return type_class == H5T_FLOAT || type_class == H5T_INTEGER;
     case element_type::int64:
       return type_class == H5T_INTEGER && (size < 8 || (size == 8 && !is_unsigned));
     case element_type::int32:
@@ -233,8 +252,7 @@ std::vector<std::size_t> InputFile::shape(const std::string& dataset) const {
 }
 
 std::vector<std::size_t> InputFile::checked_shape(const std::string& dataset, int rank,
-                                                  element_type type,
-                                                  bool allow_empty) const {
+                                                  element_type type, bool allow_empty) const {
   const std::string name = absolute(dataset);
   const std::string where = in_quotes(path_) + ": dataset " + name;
   auto extents = shape(name);
@@ -269,12 +287,12 @@ void InputFile::read_raw(const std::string& dataset, element_type type, void* da
   Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!set.valid() ||
       H5Dread(set.get(), memory_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-    throw input_error(in_quotes(path_) + ": dataset " + name + " could not be read (damaged file?)");
+    throw input_error(in_quotes(path_) + ": dataset " + name +
+                      " could not be read (damaged file?)");
   }
 }
 
-void InputFile::fail_not_finite(const std::string& dataset,
-                                const std::vector<std::size_t>& extents,
+void InputFile::fail_not_finite(const std::string& dataset, const std::vector<std::size_t>& extents,
                                 std::size_t flat_index) const {
   // Turn the row-major flat index back into the coordinate a user would type.
   std::vector<std::size_t> coordinate(extents.size());
@@ -282,21 +300,20 @@ void InputFile::fail_not_finite(const std::string& dataset,
     coordinate[d] = flat_index % extents[d];
     flat_index /= extents[d];
   }
-  throw input_error(in_quotes(path_) + ": dataset " + absolute(dataset) +
-                    " holds NaN or Inf at " + shape_text(coordinate) +
-                    "; finite values are required");
+  throw input_error(in_quotes(path_) + ": dataset " + absolute(dataset) + " holds NaN or Inf at " +
+                    shape_text(coordinate) + "; finite values are required");
 }
 
 namespace {
 // Opens a file-level object ("/" or a dataset or group path) for attributes.
-Handle open_attribute_owner(hid_t file, const std::string& file_path,
-                            const std::string& object) {
+Handle open_attribute_owner(hid_t file, const std::string& file_path, const std::string& object) {
   const std::string name = absolute(object);
   if (!link_exists(file, name)) {
     throw input_error(in_quotes(file_path) + ": object " + name + " is missing");
   }
   Handle owner(H5Oopen(file, name.c_str(), H5P_DEFAULT), H5Oclose);
-  if (!owner.valid()) throw input_error(in_quotes(file_path) + ": object " + name + " cannot be opened");
+  if (!owner.valid())
+    throw input_error(in_quotes(file_path) + ": object " + name + " cannot be opened");
   return owner;
 }
 
@@ -364,7 +381,8 @@ std::string InputFile::read_string_attribute(const std::string& object,
     H5Tset_size(memory.get(), H5T_VARIABLE);
     H5Tset_cset(memory.get(), H5Tget_cset(type.get()));
     char* text = nullptr;
-    if (H5Aread(attr.get(), memory.get(), &text) < 0) throw input_error(where + " could not be read");
+    if (H5Aread(attr.get(), memory.get(), &text) < 0)
+      throw input_error(where + " could not be read");
     std::string value = text != nullptr ? text : "";
     H5free_memory(text);
     return value;
@@ -393,8 +411,8 @@ std::int64_t InputFile::read_integer_attribute(const std::string& object,
   return read_single_number<std::int64_t>(file_, path_, object, name, H5T_NATIVE_INT64, true);
 }
 
-void require_matching_extent(const InputFile& file, const std::string& dataset_a,
-                             int dimension_a, const std::string& dataset_b, int dimension_b) {
+void require_matching_extent(const InputFile& file, const std::string& dataset_a, int dimension_a,
+                             const std::string& dataset_b, int dimension_b) {
   const auto shape_a = file.shape(dataset_a);
   const auto shape_b = file.shape(dataset_b);
   const auto describe = [](const std::string& name, const std::vector<std::size_t>& shape,
@@ -411,9 +429,9 @@ void require_matching_extent(const InputFile& file, const std::string& dataset_a
                       describe(dataset_b, shape_b, dimension_b));
   }
   if (shape_a[dimension_a] != shape_b[dimension_b]) {
-    throw input_error(in_quotes(file.path()) + ": dimension mismatch: " +
-                      describe(dataset_a, shape_a, dimension_a) + " is " +
-                      std::to_string(shape_a[dimension_a]) + " but " +
+    throw input_error(in_quotes(file.path()) +
+                      ": dimension mismatch: " + describe(dataset_a, shape_a, dimension_a) +
+                      " is " + std::to_string(shape_a[dimension_a]) + " but " +
                       describe(dataset_b, shape_b, dimension_b) + " is " +
                       std::to_string(shape_b[dimension_b]));
   }
@@ -465,8 +483,8 @@ void OutputFile::write_raw(const std::string& dataset, element_type type, const 
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
   Handle link_properties(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(link_properties.get(), 1);
-  Handle set(H5Dcreate2(file_, name.c_str(), file_type(type), space.get(),
-                        link_properties.get(), H5P_DEFAULT, H5P_DEFAULT),
+  Handle set(H5Dcreate2(file_, name.c_str(), file_type(type), space.get(), link_properties.get(),
+                        H5P_DEFAULT, H5P_DEFAULT),
              H5Dclose);
   if (!set.valid()) throw runtime_error(where + " could not be created");
   std::size_t count = 1;
@@ -509,22 +527,24 @@ void OutputFile::write_attribute(const std::string& object, const std::string& n
   H5Tset_size(type.get(), H5T_VARIABLE);
   H5Tset_cset(type.get(), H5T_CSET_UTF8);
   const char* text = value.c_str();
-  write_attribute_value(open_object(object), "cannot write " + in_quotes(path_) + ": " + absolute(object),
-                        name, type.get(), &text);
+  write_attribute_value(open_object(object),
+                        "cannot write " + in_quotes(path_) + ": " + absolute(object), name,
+                        type.get(), &text);
 }
 
-void OutputFile::write_attribute(const std::string& object, const std::string& name,
-                                 double value) {
+void OutputFile::write_attribute(const std::string& object, const std::string& name, double value) {
   QuietErrors quiet;
-  write_attribute_value(open_object(object), "cannot write " + in_quotes(path_) + ": " + absolute(object),
-                        name, H5T_NATIVE_DOUBLE, &value);
+  write_attribute_value(open_object(object),
+                        "cannot write " + in_quotes(path_) + ": " + absolute(object), name,
+                        H5T_NATIVE_DOUBLE, &value);
 }
 
 void OutputFile::write_attribute(const std::string& object, const std::string& name,
                                  std::int64_t value) {
   QuietErrors quiet;
-  write_attribute_value(open_object(object), "cannot write " + in_quotes(path_) + ": " + absolute(object),
-                        name, H5T_NATIVE_INT64, &value);
+  write_attribute_value(open_object(object),
+                        "cannot write " + in_quotes(path_) + ": " + absolute(object), name,
+                        H5T_NATIVE_INT64, &value);
 }
 
 void OutputFile::commit() {

@@ -13,9 +13,8 @@ Info collect_info() {
   info.kpl_version = KPL_VERSION_STRING;
   info.kokkos_version = KPL_KOKKOS_VERSION_STRING;
   info.kokkos_kernels_version = KPL_KOKKOS_KERNELS_VERSION_STRING;
-  for_each_execution_space([&](auto tag) {
-    info.enabled_backends.emplace_back(decltype(tag)::type::name());
-  });
+  for_each_execution_space(
+      [&](auto tag) { info.enabled_backends.emplace_back(decltype(tag)::type::name()); });
   info.default_execution_space = Kokkos::DefaultExecutionSpace::name();
   info.default_concurrency = Kokkos::DefaultExecutionSpace().concurrency();
   info.host_concurrency = Kokkos::DefaultHostExecutionSpace().concurrency();
@@ -50,8 +49,7 @@ std::string format_info(const Info& info) {
     out << "  device                   " << device.name << ", compute capability "
         << device.compute_capability_major << "." << device.compute_capability_minor << ", "
         << device.multiprocessors << " multiprocessors, "
-        << static_cast<double>(device.memory_bytes) / (1024.0 * 1024.0 * 1024.0)
-        << " GiB\n";
+        << static_cast<double>(device.memory_bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB\n";
   }
   return out.str();
 }

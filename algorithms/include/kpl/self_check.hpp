@@ -2,8 +2,8 @@
 // deconvolution modules exist. It reads inputs/self_check.h5, runs kpl's
 // kernels (the reductions, for now) on its data on every enabled execution
 // space and compares what each backend computes with the reference values
-// stored in the file (exactly rounded, by scripts/make_inputs.py). A failed check is reported, not hidden: the
-// report says which backend and check failed and by how much.
+// stored in the file (exactly rounded, by scripts/make_inputs.py). A failed check is reported, not
+// hidden: the report says which backend and check failed and by how much.
 #pragma once
 
 #include <string>

@@ -29,8 +29,7 @@ template <class T>
 constexpr element_type element_type_of() {
   using U = std::remove_cv_t<T>;
   static_assert(std::is_same_v<U, double> || std::is_same_v<U, float> ||
-                    std::is_same_v<U, std::int64_t> ||
-                    std::is_same_v<U, std::int32_t>,
+                    std::is_same_v<U, std::int64_t> || std::is_same_v<U, std::int32_t>,
                 "kpl::hdf5 reads and writes double, float, int64_t and int32_t");
   if constexpr (std::is_same_v<U, double>) return element_type::float64;
   if constexpr (std::is_same_v<U, float>) return element_type::float32;
@@ -51,8 +50,8 @@ struct add_rank<T, 0> {
 
 // The View type a dataset of rank Rank is read into: row-major, on the host.
 template <class T, int Rank>
-using HostArray = Kokkos::View<typename detail::add_rank<T, Rank>::type,
-                               Kokkos::LayoutRight, Kokkos::HostSpace>;
+using HostArray =
+    Kokkos::View<typename detail::add_rank<T, Rank>::type, Kokkos::LayoutRight, Kokkos::HostSpace>;
 
 // What a read requires of the values, beyond type and rank.
 struct ReadRequirements {
@@ -82,15 +81,14 @@ class InputFile {
   // that precision); floating-point data is never read into an integer View
   // and integers are never narrowed.
   template <class T, int Rank>
-  HostArray<T, Rank> read(const std::string& dataset,
-                          ReadRequirements requirements = {}) const {
+  HostArray<T, Rank> read(const std::string& dataset, ReadRequirements requirements = {}) const {
     static_assert(Rank >= 1 && Rank <= 3, "kpl::hdf5 reads datasets of rank 1 to 3");
     const auto extents =
         checked_shape(dataset, Rank, element_type_of<T>(), requirements.allow_empty);
     HostArray<T, Rank> array;
     if constexpr (Rank == 1) {
-      array = HostArray<T, Rank>(Kokkos::view_alloc(Kokkos::WithoutInitializing, dataset),
-                                 extents[0]);
+      array =
+          HostArray<T, Rank>(Kokkos::view_alloc(Kokkos::WithoutInitializing, dataset), extents[0]);
     } else if constexpr (Rank == 2) {
       array = HostArray<T, Rank>(Kokkos::view_alloc(Kokkos::WithoutInitializing, dataset),
                                  extents[0], extents[1]);
@@ -109,14 +107,12 @@ class InputFile {
   bool has_attribute(const std::string& object, const std::string& name) const;
   std::string read_string_attribute(const std::string& object, const std::string& name) const;
   double read_number_attribute(const std::string& object, const std::string& name) const;
-  std::int64_t read_integer_attribute(const std::string& object,
-                                      const std::string& name) const;
+  std::int64_t read_integer_attribute(const std::string& object, const std::string& name) const;
 
  private:
-  std::vector<std::size_t> checked_shape(const std::string& dataset, int rank,
-                                         element_type type, bool allow_empty) const;
-  void read_raw(const std::string& dataset, element_type type, void* data,
-                std::size_t count) const;
+  std::vector<std::size_t> checked_shape(const std::string& dataset, int rank, element_type type,
+                                         bool allow_empty) const;
+  void read_raw(const std::string& dataset, element_type type, void* data, std::size_t count) const;
   template <class T>
   void check_finite(const std::string& dataset, const T* data,
                     const std::vector<std::size_t>& extents) const;
@@ -130,9 +126,8 @@ class InputFile {
 
 // Throws input_error unless extent `dimension_a` of dataset a equals extent
 // `dimension_b` of dataset b, naming both (e.g. /A's rows and /b's length).
-void require_matching_extent(const InputFile& file, const std::string& dataset_a,
-                             int dimension_a, const std::string& dataset_b,
-                             int dimension_b);
+void require_matching_extent(const InputFile& file, const std::string& dataset_a, int dimension_a,
+                             const std::string& dataset_b, int dimension_b);
 
 // An HDF5 file being written. Everything goes to "<path>.partial-<pid>" in the
 // same directory; commit() closes it and renames it to <path>. Destroying an
@@ -151,17 +146,16 @@ class OutputFile {
   template <class View>
   void write(const std::string& dataset, const View& view) {
     static_assert(Kokkos::is_view<View>::value, "OutputFile::write takes a Kokkos::View");
-    static_assert(View::rank >= 1 && View::rank <= 3,
-                  "kpl::hdf5 writes datasets of rank 1 to 3");
-    static_assert(Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                             typename View::memory_space>::accessible,
-                  "OutputFile::write takes host Views: copy device data with "
-                  "Kokkos::create_mirror_view_and_copy first");
+    static_assert(View::rank >= 1 && View::rank <= 3, "kpl::hdf5 writes datasets of rank 1 to 3");
+    static_assert(
+        Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible,
+        "OutputFile::write takes host Views: copy device data with "
+        "Kokkos::create_mirror_view_and_copy first");
     using value_type = typename View::non_const_value_type;
     std::vector<std::size_t> extents;
     for (int d = 0; d < static_cast<int>(View::rank); ++d) extents.push_back(view.extent(d));
-    using RowMajor = Kokkos::View<typename View::non_const_data_type, Kokkos::LayoutRight,
-                                  Kokkos::HostSpace>;
+    using RowMajor =
+        Kokkos::View<typename View::non_const_data_type, Kokkos::LayoutRight, Kokkos::HostSpace>;
     if constexpr (std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) {
       if (view.span_is_contiguous()) {
         write_raw(dataset, element_type_of<value_type>(), view.data(), extents);
@@ -183,13 +177,11 @@ class OutputFile {
 
   void write_attribute(const std::string& object, const std::string& name,
                        const std::string& value);
-  void write_attribute(const std::string& object, const std::string& name,
-                       const char* value) {
+  void write_attribute(const std::string& object, const std::string& name, const char* value) {
     write_attribute(object, name, std::string(value));
   }
   void write_attribute(const std::string& object, const std::string& name, double value);
-  void write_attribute(const std::string& object, const std::string& name,
-                       std::int64_t value);
+  void write_attribute(const std::string& object, const std::string& name, std::int64_t value);
 
   // Makes the output visible under its final name. Nothing written before is
   // visible until this returns.
@@ -209,8 +201,7 @@ class OutputFile {
     } else {
       for (std::size_t i = 0; i < source.extent(0); ++i)
         for (std::size_t j = 0; j < source.extent(1); ++j)
-          for (std::size_t k = 0; k < source.extent(2); ++k)
-            destination(i, j, k) = source(i, j, k);
+          for (std::size_t k = 0; k < source.extent(2); ++k) destination(i, j, k) = source(i, j, k);
     }
   }
   void write_raw(const std::string& dataset, element_type type, const void* data,

@@ -24,8 +24,8 @@ struct Info {
   std::string kokkos_kernels_version;
   std::vector<std::string> enabled_backends;  // execution spaces, e.g. Serial, OpenMP, Cuda
   std::string default_execution_space;
-  int default_concurrency = 0;      // of the default execution space
-  int host_concurrency = 0;         // of the default host execution space
+  int default_concurrency = 0;       // of the default execution space
+  int host_concurrency = 0;          // of the default host execution space
   std::optional<DeviceInfo> device;  // the GPU Kokkos uses, when it has one
 };
 

@@ -314,8 +314,7 @@ Several<Ops...> several(Ops... ops) {
 // result. element(i) returns Op::value_type.
 template <class Member, class Op, class Element>
 KOKKOS_INLINE_FUNCTION typename Op::value_type vector_reduce(const Member& member, int count,
-                                                             const Op& op,
-                                                             const Element& element) {
+                                                             const Op& op, const Element& element) {
   typename Op::value_type result;
   Kokkos::parallel_reduce(
       Kokkos::ThreadVectorRange(member, count),

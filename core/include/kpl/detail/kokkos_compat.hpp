@@ -62,9 +62,9 @@ inline std::string host_threads_argument(int threads) {
 #if KPL_KOKKOS_4
 #define KPL_COMPAT_VOLATILE_JOIN(value_type)
 #else
-#define KPL_COMPAT_VOLATILE_JOIN(value_type)                                             \
-  KOKKOS_INLINE_FUNCTION void join(volatile value_type& into,                            \
-                                   const volatile value_type& other) const {             \
-    join(const_cast<value_type&>(into), const_cast<const value_type&>(other));           \
+#define KPL_COMPAT_VOLATILE_JOIN(value_type)                                                    \
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& into, const volatile value_type& other) \
+      const {                                                                                   \
+    join(const_cast<value_type&>(into), const_cast<const value_type&>(other));                  \
   }
 #endif

@@ -32,11 +32,11 @@ template <class Op, class = void>
 struct has_atomic_exchange : std::false_type {};
 template <class Op>
 struct has_atomic_exchange<Op, std::void_t<decltype(Op::atomic_exchange)>>
-    : std::bool_constant<Op::atomic_exchange &&
-                         (sizeof(typename Op::value_type) == 4 ||
-                          sizeof(typename Op::value_type) == 8)> {};
+    : std::bool_constant<Op::atomic_exchange && (sizeof(typename Op::value_type) == 4 ||
+                                                 sizeof(typename Op::value_type) == 8)> {};
 template <class Op>
-inline constexpr bool supports_atomics_v = has_atomic_add<Op>::value || has_atomic_exchange<Op>::value;
+inline constexpr bool supports_atomics_v =
+    has_atomic_add<Op>::value || has_atomic_exchange<Op>::value;
 
 template <class T>
 KOKKOS_INLINE_FUNCTION bool same_bits(const T& a, const T& b) {
@@ -190,8 +190,7 @@ struct ReduceTeams {
   // Levels 1 to 3; every thread of the team gets the team's value.
   KOKKOS_INLINE_FUNCTION team_value_type team_value(const member_type& member) const {
     const std::int64_t team = member.league_rank();
-    const std::int64_t threads =
-        std::int64_t(member.league_size()) * member.team_size() * lanes;
+    const std::int64_t threads = std::int64_t(member.league_size()) * member.team_size() * lanes;
     team_value_type thread_value;
     // Level 1 and 2: every lane accumulates its elements, then the lanes combine.
     Kokkos::parallel_reduce(
@@ -254,10 +253,35 @@ struct CombinePartials {
 
 template <class InputView>
 const typename InputView::non_const_value_type* contiguous_aligned_data(const InputView& input) {
-  const bool contiguous = input.span_is_contiguous() || input.extent(0) <= 1 ||
-                          input.stride(0) == 1;
+  const bool contiguous =
+      input.span_is_contiguous() || input.extent(0) <= 1 || input.stride(0) == 1;
   const auto address = reinterpret_cast<std::uintptr_t>(input.data());
   return contiguous && address % 16 == 0 ? input.data() : nullptr;
+}
+
+// The input as the kernels read it: const, random-access (read-only cache).
+template <class InputView>
+using ReadOnlyInput =
+    Kokkos::View<const typename InputView::non_const_value_type*, typename InputView::array_layout,
+                 typename InputView::device_type, Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+
+template <class ExecutionSpace, class InputView, class Op, class ResultView, class PartialView>
+ReduceTeams<Op, ReadOnlyInput<InputView>, ResultView, PartialView, ExecutionSpace> team_kernel(
+    const InputView& input, const Op& op, const ResultView& result, const PartialView& partials,
+    bool use_atomics, const LaunchShape& shape) {
+  static_assert(Kokkos::is_view<InputView>::value && InputView::rank == 1,
+                "kpl::reduce takes a 1-D Kokkos::View");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecutionSpace, typename InputView::memory_space>::accessible,
+      "the input View is not accessible from this execution space");
+  return {op,
+          ReadOnlyInput<InputView>(input),
+          contiguous_aligned_data(input),
+          static_cast<std::int64_t>(input.extent(0)),
+          result,
+          partials,
+          use_atomics,
+          shape.vector_length};
 }
 
 }  // namespace detail
@@ -268,20 +292,10 @@ const typename InputView::non_const_value_type* contiguous_aligned_data(const In
 template <class ExecutionSpace, class InputView, class Op, class ResultView>
 void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
             const ResultView& result, const ReduceOptions& options = {}) {
-  static_assert(Kokkos::is_view<InputView>::value && InputView::rank == 1,
-                "kpl::reduce takes a 1-D Kokkos::View");
   static_assert(ResultView::rank == 0, "kpl::reduce writes into a rank-0 View");
   static_assert(std::is_same_v<typename ResultView::value_type, typename Op::value_type>,
                 "the result View's value type must be the operation's value_type");
-  static_assert(Kokkos::SpaceAccessibility<ExecutionSpace,
-                                           typename InputView::memory_space>::accessible,
-                "the input View is not accessible from this execution space");
-  using MemorySpace = typename ExecutionSpace::memory_space;
-  using PartialView = Kokkos::View<typename Op::value_type*, MemorySpace>;
-  using Input = Kokkos::View<const typename InputView::non_const_value_type*,
-                             typename InputView::array_layout, typename InputView::device_type,
-                             Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
-
+  using PartialView = Kokkos::View<typename Op::value_type*, typename ExecutionSpace::memory_space>;
   const std::int64_t length = static_cast<std::int64_t>(input.extent(0));
   const auto shape = detail::reduction_shape(space, length, options.teams);
   bool use_atomics = false;
@@ -295,13 +309,12 @@ void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
   }
   PartialView partials;
   if (!use_atomics) {
-    partials = PartialView(Kokkos::view_alloc(space, Kokkos::WithoutInitializing,
-                                              "kpl::reduce::partials"),
-                           shape.teams);
+    partials =
+        PartialView(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::partials"),
+                    shape.teams);
   }
-  detail::ReduceTeams<Op, Input, ResultView, PartialView, ExecutionSpace> teams{
-      op, Input(input), detail::contiguous_aligned_data(input), length, result, partials,
-      use_atomics, shape.vector_length};
+  const auto teams =
+      detail::team_kernel<ExecutionSpace>(input, op, result, partials, use_atomics, shape);
   Kokkos::parallel_for(
       "kpl::reduce::teams",
       Kokkos::TeamPolicy<ExecutionSpace>(space, shape.teams, shape.team_size, shape.vector_length),
@@ -310,8 +323,7 @@ void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
     const int team_size = detail::runs_on_host_v<ExecutionSpace> ? 1 : 256;
     Kokkos::parallel_for(
         "kpl::reduce::combine_teams", Kokkos::TeamPolicy<ExecutionSpace>(space, 1, team_size),
-        detail::CombinePartials<Op, ResultView, PartialView, ExecutionSpace>{op, partials,
-                                                                             result});
+        detail::CombinePartials<Op, ResultView, PartialView, ExecutionSpace>{op, partials, result});
   }
 }
 
@@ -340,17 +352,11 @@ typename Op::value_type reduce(const ExecutionSpace& space, const InputView& inp
     space.fence();
     return value;
   }
-  static_assert(Kokkos::is_view<InputView>::value && InputView::rank == 1,
-                "kpl::reduce takes a 1-D Kokkos::View");
-  using Input = Kokkos::View<const typename InputView::non_const_value_type*,
-                             typename InputView::array_layout, typename InputView::device_type,
-                             Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
-  using Unused = Kokkos::View<value_type*, MemorySpace>;
-  const std::int64_t length = static_cast<std::int64_t>(input.extent(0));
-  const auto shape = detail::reduction_shape(space, length, options.teams);
-  detail::ReduceTeams<Op, Input, Kokkos::View<value_type, MemorySpace>, Unused, ExecutionSpace>
-      teams{op, Input(input), detail::contiguous_aligned_data(input), length, {}, {}, false,
-            shape.vector_length};
+  const auto shape =
+      detail::reduction_shape(space, static_cast<std::int64_t>(input.extent(0)), options.teams);
+  const auto teams =
+      detail::team_kernel<ExecutionSpace>(input, op, Kokkos::View<value_type, MemorySpace>(),
+                                          Kokkos::View<value_type*, MemorySpace>(), false, shape);
   value_type value;
   Kokkos::parallel_reduce(
       "kpl::reduce::teams_to_host",
@@ -407,14 +413,14 @@ struct ReduceAlongContiguous {
   Access access;
   Output output;
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
-    const std::int64_t o = std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+    const std::int64_t o =
+        std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
     // Threads past the last output still take part (with nothing to reduce):
     // the vector lanes of a warp shuffle together.
     const bool active = o < access.outputs();
     const int reduced = active ? static_cast<int>(access.reduced()) : 0;
-    const auto value = vector_reduce(member, reduced, op, [&](const int k) {
-      return op.lift(access(o, k), k);
-    });
+    const auto value =
+        vector_reduce(member, reduced, op, [&](const int k) { return op.lift(access(o, k), k); });
     if (active) Kokkos::single(Kokkos::PerThread(member), [&]() { output(o) = value; });
   }
 };
@@ -478,10 +484,10 @@ void reduce_matrix(const ExecutionSpace& space, const Matrix& matrix, const Op& 
   const std::int64_t outputs = access.outputs();
   const std::int64_t reduced = access.reduced();
   if (static_cast<std::int64_t>(output.extent(0)) != outputs) {
-    throw std::invalid_argument(std::string("kpl::") + (Columns ? "reduce_columns" : "reduce_rows") +
-                                ": the output has " + std::to_string(output.extent(0)) +
-                                " elements, the matrix " + std::to_string(outputs) +
-                                (Columns ? " columns" : " rows"));
+    throw std::invalid_argument(std::string("kpl::") +
+                                (Columns ? "reduce_columns" : "reduce_rows") + ": the output has " +
+                                std::to_string(output.extent(0)) + " elements, the matrix " +
+                                std::to_string(outputs) + (Columns ? " columns" : " rows"));
   }
   if (outputs == 0) return;
   constexpr bool host = runs_on_host_v<ExecutionSpace>;
@@ -511,8 +517,10 @@ void reduce_matrix(const ExecutionSpace& space, const Matrix& matrix, const Op& 
                     segments, outputs);
   Kokkos::parallel_for(
       Columns ? "kpl::reduce_columns::across_strided" : "kpl::reduce_rows::across_strided",
-      Kokkos::TeamPolicy<ExecutionSpace>(space, static_cast<int>(segments) * output_blocks, team_size),
-      ReduceAcrossStrided<Op, Access, Partials, ExecutionSpace>{op, access, partials, output_blocks});
+      Kokkos::TeamPolicy<ExecutionSpace>(space, static_cast<int>(segments) * output_blocks,
+                                         team_size),
+      ReduceAcrossStrided<Op, Access, Partials, ExecutionSpace>{op, access, partials,
+                                                                output_blocks});
   Kokkos::parallel_for(
       Columns ? "kpl::reduce_columns::combine_segments" : "kpl::reduce_rows::combine_segments",
       Kokkos::RangePolicy<ExecutionSpace>(space, 0, outputs),
