@@ -1,0 +1,211 @@
+// kpl::broadcast on every backend against a host reference: ranks 1 to 6 with
+// every pattern of broadcast dimensions, missing leading dimensions,
+// non-contiguous inputs, in-place use and the shape errors.
+#include "execution_space_test.hpp"
+
+#include <kpl/broadcast.hpp>
+
+#include <random>
+#include <vector>
+
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+// Host reference: NumPy's rule written out with explicit coordinates.
+double reference_value(const std::vector<double>& values, const Shape& shape,
+                       const Shape& out_shape, const Shape& coordinate) {
+  std::int64_t index = 0;
+  const std::size_t offset = out_shape.size() - shape.size();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const std::int64_t c = shape[d] == 1 ? 0 : coordinate[offset + d];
+    index = index * shape[d] + c;
+  }
+  return values[index];
+}
+
+// Runs broadcast(op) for shapes a and b: flat device buffers seen through
+// LayoutStride Views of the exact ranks; the output is poisoned with NaN so an
+// element the kernel misses cannot pass.
+template <class ExecutionSpace, int RankA, int RankB, int RankOut, class Op>
+void check_shapes(const Shape& a_shape, const Shape& b_shape, const Op& op,
+                  double (*host_op)(double, double)) {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const ExecutionSpace space;
+  auto make = [](const Shape& shape, std::uint64_t seed, std::vector<double>& values) {
+    std::int64_t size = 1;
+    for (auto e : shape) size *= e;
+    values.resize(size);
+    std::mt19937_64 generator(seed);
+    for (auto& v : values) v = std::uniform_real_distribution<double>(-10, 10)(generator);
+    return size;
+  };
+  std::vector<double> a_values, b_values;
+  make(a_shape, 100 + a_shape.size(), a_values);
+  make(b_shape, 200 + b_shape.size(), b_values);
+  Shape out_shape(RankOut);
+  for (int d = 0; d < RankOut; ++d) {
+    const int da = static_cast<int>(a_shape.size()) - RankOut + d;
+    const int db = static_cast<int>(b_shape.size()) - RankOut + d;
+    const std::int64_t ea = da >= 0 ? a_shape[da] : 1, eb = db >= 0 ? b_shape[db] : 1;
+    out_shape[d] = ea == 1 ? eb : ea;
+  }
+  auto strided = [](double* data, const Shape& shape) {
+    Kokkos::LayoutStride layout;
+    std::int64_t stride = 1;
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      layout.dimension[d] = shape[d];
+      layout.stride[d] = stride;
+      stride *= shape[d];
+    }
+    return layout;
+  };
+  std::int64_t out_size = 1;
+  for (auto e : out_shape) out_size *= e;
+  Kokkos::View<double*, MemorySpace> a_flat("a", a_values.size()), b_flat("b", b_values.size()),
+      out_flat("out", out_size);
+  Kokkos::deep_copy(a_flat, Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                                a_values.data(), a_values.size()));
+  Kokkos::deep_copy(b_flat, Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                                b_values.data(), b_values.size()));
+  Kokkos::deep_copy(out_flat, std::nan(""));
+  auto view_of_rank = [&](auto rank_tag, double* data, const Shape& shape) {
+    constexpr int Rank = decltype(rank_tag)::value;
+    using Type = std::conditional_t<
+        Rank == 1, double*,
+        std::conditional_t<
+            Rank == 2, double**,
+            std::conditional_t<
+                Rank == 3, double***,
+                std::conditional_t<Rank == 4, double****,
+                                   std::conditional_t<Rank == 5, double*****, double******>>>>>;
+    return Kokkos::View<Type, Kokkos::LayoutStride, MemorySpace, Kokkos::MemoryUnmanaged>(
+        data, strided(data, shape));
+  };
+  const auto a = view_of_rank(std::integral_constant<int, RankA>{}, a_flat.data(), a_shape);
+  const auto b = view_of_rank(std::integral_constant<int, RankB>{}, b_flat.data(), b_shape);
+  const auto out = view_of_rank(std::integral_constant<int, RankOut>{}, out_flat.data(), out_shape);
+  kpl::broadcast(space, op, a, b, out);
+  std::vector<double> result(out_size);
+  Kokkos::deep_copy(
+      Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(result.data(), out_size),
+      out_flat);
+  Shape coordinate(RankOut, 0);
+  for (std::int64_t i = 0; i < out_size; ++i) {
+    std::int64_t rest = i;
+    for (int d = RankOut - 1; d >= 0; --d) {
+      coordinate[d] = rest % out_shape[d];
+      rest /= out_shape[d];
+    }
+    const double expected = host_op(reference_value(a_values, a_shape, out_shape, coordinate),
+                                    reference_value(b_values, b_shape, out_shape, coordinate));
+    ASSERT_EQ(result[i], expected) << "element " << i;
+  }
+}
+
+double add(double x, double y) { return x + y; }
+double subtract(double x, double y) { return x - y; }
+
+template <class ExecutionSpace, int Rank>
+void check_every_pattern() {
+  // Extents 2, 3, 4, ... so that mixed-up dimensions show; each dimension of
+  // a and of b is either full or 1 (every one of the 2^Rank x 2^Rank pairs).
+  Shape full(Rank);
+  for (int d = 0; d < Rank; ++d) full[d] = 2 + d % 3;
+  for (int pattern_a = 0; pattern_a < (1 << Rank); ++pattern_a) {
+    for (int pattern_b = 0; pattern_b < (1 << Rank); ++pattern_b) {
+      if (Rank > 4 && (pattern_a + pattern_b) % 7 != 0) continue;  // keep rank 5-6 affordable
+      Shape a_shape = full, b_shape = full;
+      for (int d = 0; d < Rank; ++d) {
+        if (pattern_a & (1 << d)) a_shape[d] = 1;
+        if (pattern_b & (1 << d)) b_shape[d] = 1;
+      }
+      SCOPED_TRACE("pattern " + std::to_string(pattern_a) + "/" + std::to_string(pattern_b));
+      check_shapes<ExecutionSpace, Rank, Rank, Rank>(a_shape, b_shape, kpl::Subtract{}, subtract);
+    }
+  }
+}
+
+}  // namespace
+
+KPL_EXECUTION_SPACE_SUITE(Broadcast);
+
+KPL_EXECUTION_SPACE_TEST(Broadcast, EveryPatternOfBroadcastDimensionsRanksOneToSix) {
+  check_every_pattern<TypeParam, 1>();
+  check_every_pattern<TypeParam, 2>();
+  check_every_pattern<TypeParam, 3>();
+  check_every_pattern<TypeParam, 4>();
+  check_every_pattern<TypeParam, 5>();
+  check_every_pattern<TypeParam, 6>();
+}
+
+KPL_EXECUTION_SPACE_TEST(Broadcast, MissingLeadingDimensionsAndLargeShapes) {
+  check_shapes<TypeParam, 2, 1, 2>({1000, 37}, {37}, kpl::Add{}, add);       // matrix + row
+  check_shapes<TypeParam, 2, 2, 2>({1000, 37}, {1000, 1}, kpl::Add{}, add);  // matrix + column
+  check_shapes<TypeParam, 4, 4, 4>({6, 1, 25, 12}, {1, 51, 1, 12}, kpl::Add{}, add);
+  check_shapes<TypeParam, 1, 3, 3>({5}, {3, 1, 5}, kpl::Add{}, add);
+  check_shapes<TypeParam, 2, 2, 2>({0, 4}, {1, 4}, kpl::Add{}, add);  // empty output
+  check_shapes<TypeParam, 1, 1, 1>({1}, {1}, kpl::Add{}, add);
+}
+
+namespace {
+template <class ExecutionSpace>
+void check_non_contiguous_and_in_place() {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const ExecutionSpace space;
+  const int rows = 33, columns = 17;
+  // A column-major matrix, a strided row (every other element of a vector)
+  // and a transposed (column-major viewed as row-major) output.
+  Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace> a("a", rows, columns);
+  Kokkos::View<double*, MemorySpace> long_vector("long", 2 * columns);
+  auto host_a = Kokkos::create_mirror_view(a);
+  auto host_long = Kokkos::create_mirror_view(long_vector);
+  std::mt19937_64 generator(5);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < columns; ++j)
+      host_a(i, j) = std::uniform_real_distribution<double>(-1, 1)(generator);
+  for (int j = 0; j < 2 * columns; ++j) host_long(j) = j;
+  Kokkos::deep_copy(a, host_a);
+  Kokkos::deep_copy(long_vector, host_long);
+  const Kokkos::View<double*, Kokkos::LayoutStride, MemorySpace> every_other(
+      long_vector.data(), Kokkos::LayoutStride(columns, 2));
+  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> out("out", rows, columns);
+  kpl::broadcast(space, kpl::Multiply{}, a, every_other, out);
+  auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < columns; ++j) ASSERT_EQ(host_out(i, j), host_a(i, j) * (2 * j));
+
+  // In place: a = max(a, column vector).
+  Kokkos::View<double**, MemorySpace> column("column", rows, 1);
+  Kokkos::deep_copy(column, 0.25);
+  kpl::broadcast(space, kpl::Maximum{}, a, column, a);
+  auto host_in_place = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < columns; ++j) ASSERT_EQ(host_in_place(i, j), std::max(host_a(i, j), 0.25));
+}
+}  // namespace
+
+KPL_EXECUTION_SPACE_TEST(Broadcast, NonContiguousInputsAndInPlace) {
+  check_non_contiguous_and_in_place<TypeParam>();
+}
+
+TEST(BroadcastShapes, IncompatibleShapesAreAnErrorNamingBoth) {
+  Kokkos::View<double**, Kokkos::HostSpace> a("a", 3, 4), out("out", 3, 4);
+  Kokkos::View<double*, Kokkos::HostSpace> b("b", 5);
+  try {
+    kpl::broadcast(Kokkos::DefaultHostExecutionSpace{}, kpl::Add{}, a, b, out);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("[3, 4]"), std::string::npos) << message;
+    EXPECT_NE(message.find("[5]"), std::string::npos) << message;
+  }
+  Kokkos::View<double*, Kokkos::HostSpace> c("c", 4);
+  Kokkos::View<double**, Kokkos::HostSpace> wrong_out("wrong", 4, 4);
+  EXPECT_THROW(kpl::broadcast(Kokkos::DefaultHostExecutionSpace{}, kpl::Add{}, a, c, wrong_out),
+               std::invalid_argument);
+  const auto shape =
+      kpl::broadcast_shape(kpl::describe(Kokkos::View<double***, Kokkos::HostSpace>("x", 8, 1, 6)),
+                           kpl::describe(Kokkos::View<double**, Kokkos::HostSpace>("y", 7, 1)));
+  EXPECT_EQ(kpl::shape_text(shape), "[8, 7, 6]");
+}
