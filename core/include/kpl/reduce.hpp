@@ -8,7 +8,9 @@
 // (Kokkos' team reduction through scratch memory), and finally the teams:
 // by one atomic per team where the operation and type allow it (sums, and min
 // and max of 4- and 8-byte scalars), otherwise by a second pass over the
-// per-team partial results.
+// per-team partial results. Results wanted on the host for inputs under 2^24
+// elements instead use Kokkos' own inter-team stage (one launch, no
+// allocation; see reduce() in detail/reduce_kernels.hpp).
 //
 // An operation is a type with
 //   using input_type = ...;  using value_type = ...;
