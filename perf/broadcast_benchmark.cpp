@@ -3,6 +3,8 @@
 #include <kpl/broadcast.hpp>
 #include <kpl/execution_spaces.hpp>
 
+#include "benchmark_report.hpp"
+
 #include <benchmark/benchmark.h>
 #include <Kokkos_Core.hpp>
 
@@ -59,9 +61,7 @@ void general(benchmark::State& state, Shape a_shape, Shape b_shape, Shape out_sh
     space.fence();
   }
   const double bytes = 4.0 * double(count(a_shape) + count(b_shape) + count(out_shape));
-  state.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string("backend=") + ExecutionSpace::name());
+  kpl::perf::report_bytes(state, bytes, ExecutionSpace::name());
 }
 
 const bool registered = [] {

@@ -2,6 +2,8 @@
 // device-to-device copy in the same run, counting bytes read plus written.
 #include <kpl/execution_spaces.hpp>
 
+#include "benchmark_report.hpp"
+
 #include <benchmark/benchmark.h>
 #include <Kokkos_Core.hpp>
 
@@ -23,10 +25,7 @@ void copy(benchmark::State& state) {
     space.fence();
   }
   const double bytes = 2.0 * sizeof(float) * static_cast<double>(length);
-  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
-  state.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string("backend=") + ExecutionSpace::name());
+  kpl::perf::report_bytes(state, bytes, ExecutionSpace::name());
 }
 
 const bool registered = [] {

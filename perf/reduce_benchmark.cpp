@@ -4,6 +4,8 @@
 #include <kpl/execution_spaces.hpp>
 #include <kpl/reduce.hpp>
 
+#include "benchmark_report.hpp"
+
 #include <benchmark/benchmark.h>
 #include <Kokkos_Core.hpp>
 
@@ -24,13 +26,6 @@ Kokkos::View<T*, typename ExecutionSpace::memory_space> random_input(std::int64_
   return values;
 }
 
-void report(benchmark::State& state, std::int64_t bytes, const char* backend) {
-  state.SetBytesProcessed(bytes * state.iterations());
-  state.counters["GB/s"] =
-      benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string("backend=") + backend);
-}
-
 enum class Which { sum, max, minmax };
 
 template <class ExecutionSpace, class T, Which which>
@@ -46,7 +41,7 @@ void kpl_reduce(benchmark::State& state) {
       benchmark::DoNotOptimize(kpl::reduce(space, values, kpl::MinMax<T>{}));
     }
   }
-  report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
+  kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
 // The same reduction into a preallocated device View (atomics for Sum and Max,
@@ -70,7 +65,7 @@ void kpl_reduce_into_view(benchmark::State& state) {
     }
     space.fence();
   }
-  report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
+  kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
 // The baseline users write today: one parallel_reduce with a built-in reducer.
@@ -107,7 +102,7 @@ void kokkos_parallel_reduce(benchmark::State& state) {
       benchmark::DoNotOptimize(extremes);
     }
   }
-  report(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
+  kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
 // Row and column sums of a square float matrix (row-major): the along-
@@ -128,7 +123,7 @@ void kpl_matrix_sum(benchmark::State& state) {
     }
     space.fence();
   }
-  report(state, n * n * std::int64_t(sizeof(float)), ExecutionSpace::name());
+  kpl::perf::report_bytes(state, n * n * std::int64_t(sizeof(float)), ExecutionSpace::name());
 }
 
 template <class ExecutionSpace, class T, Which which>
