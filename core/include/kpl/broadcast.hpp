@@ -12,6 +12,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <stdexcept>
@@ -195,9 +196,17 @@ struct BroadcastRows {
   std::int64_t work_items;  // rows * chunks_per_row
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
-    const std::int64_t work =
-        std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
-    if (work >= work_items) return;
+    // A persistent grid: each thread walks work items strided by the number
+    // of threads, so short rows do not cost one block launch each.
+    const std::int64_t threads = std::int64_t(member.league_size()) * member.team_size();
+    for (std::int64_t work =
+             std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+         work < work_items; work += threads) {
+      process(member, work);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void process(const member_type& member, const std::int64_t work) const {
     std::int64_t row = work / chunks_per_row;
     const std::int64_t begin = (work % chunks_per_row) * chunk_length;
     const std::int64_t end = begin + chunk_length < inner ? begin + chunk_length : inner;
@@ -260,7 +269,15 @@ void broadcast(const ExecutionSpace& space, const Op& op, const ViewA& a, const 
     while (vector_length < 32 && vector_length < inner) vector_length *= 2;
   }
   const int team_size = host ? 1 : 256 / vector_length;
-  const auto teams = static_cast<int>((work_items + team_size - 1) / team_size);
+  // GPUs: enough teams to fill the device a few times over, never more than
+  // the work. CPUs: one team per work item (Kokkos hands each thread a
+  // contiguous block of rows).
+  const std::int64_t needed = (work_items + team_size - 1) / team_size;
+  const std::int64_t fill =
+      host ? needed
+           : 4 * std::max<std::int64_t>(
+                     1, space.concurrency() / (std::int64_t(team_size) * vector_length));
+  const auto teams = static_cast<int>(needed < fill ? needed : fill);
   Kokkos::parallel_for(
       "kpl::broadcast::general",
       Kokkos::TeamPolicy<ExecutionSpace>(space, teams, team_size, vector_length),
