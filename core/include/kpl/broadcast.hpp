@@ -245,15 +245,11 @@ void broadcast(const ExecutionSpace& space, const Op& op, const ViewA& a, const 
                 "kpl::broadcast: a, b and out must have the same element type");
   static_assert(!std::is_const_v<typename ViewOut::value_type>,
                 "kpl::broadcast: out must be writable");
-  for (const bool accessible :
-       {Kokkos::SpaceAccessibility<ExecutionSpace, typename ViewA::memory_space>::accessible,
-        Kokkos::SpaceAccessibility<ExecutionSpace, typename ViewB::memory_space>::accessible,
-        Kokkos::SpaceAccessibility<ExecutionSpace, typename ViewOut::memory_space>::accessible}) {
-    if (!accessible) {
-      throw std::invalid_argument("kpl::broadcast: a View is not accessible from " +
-                                  std::string(ExecutionSpace::name()));
-    }
-  }
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecutionSpace, typename ViewA::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecutionSpace, typename ViewB::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecutionSpace, typename ViewOut::memory_space>::accessible,
+      "kpl::broadcast: every View must be accessible from the execution space");
   const auto plan = detail::plan_broadcast(describe(a), describe(b), describe(out));
   if (plan.size == 0) return;
   constexpr bool host = std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>;

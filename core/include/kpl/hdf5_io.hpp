@@ -15,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
