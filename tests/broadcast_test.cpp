@@ -68,7 +68,6 @@ void check_shapes(const Shape& a_shape, const Shape& b_shape, const Op& op,
                                 a_values.data(), a_values.size()));
   Kokkos::deep_copy(b_flat, Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
                                 b_values.data(), b_values.size()));
-  Kokkos::deep_copy(out_flat, std::nan(""));
   auto view_of_rank = [&](auto rank_tag, double* data, const Shape& shape) {
     constexpr int Rank = decltype(rank_tag)::value;
     using Type = std::conditional_t<
@@ -85,21 +84,45 @@ void check_shapes(const Shape& a_shape, const Shape& b_shape, const Op& op,
   const auto a = view_of_rank(std::integral_constant<int, RankA>{}, a_flat.data(), a_shape);
   const auto b = view_of_rank(std::integral_constant<int, RankB>{}, b_flat.data(), b_shape);
   const auto out = view_of_rank(std::integral_constant<int, RankOut>{}, out_flat.data(), out_shape);
-  kpl::broadcast(space, op, a, b, out);
-  std::vector<double> result(out_size);
-  Kokkos::deep_copy(
-      Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(result.data(), out_size),
-      out_flat);
+  std::vector<double> expected(out_size);
   Shape coordinate(RankOut, 0);
   for (std::int64_t i = 0; i < out_size; ++i) {
-    std::int64_t rest = i;
+    std::int64_t remainder = i;
     for (int d = RankOut - 1; d >= 0; --d) {
-      coordinate[d] = rest % out_shape[d];
-      rest /= out_shape[d];
+      coordinate[d] = remainder % out_shape[d];
+      remainder /= out_shape[d];
     }
-    const double expected = host_op(reference_value(a_values, a_shape, out_shape, coordinate),
-                                    reference_value(b_values, b_shape, out_shape, coordinate));
-    ASSERT_EQ(result[i], expected) << "element " << i;
+    expected[i] = host_op(reference_value(a_values, a_shape, out_shape, coordinate),
+                          reference_value(b_values, b_shape, out_shape, coordinate));
+  }
+  // Every variant, with automatic and explicit sliding factors (1, 3 and one
+  // above the number of rows); the scratch variant only where the merged
+  // shape is a matrix and vectors, and otherwise it must refuse.
+  const auto plan =
+      kpl::detail::plan_broadcast(kpl::describe(a), kpl::describe(b), kpl::describe(out));
+  using kpl::BroadcastVariant;
+  const std::vector<kpl::BroadcastOptions> every_option = {
+      {BroadcastVariant::automatic, 0},      {BroadcastVariant::general, 0},
+      {BroadcastVariant::sliding_factor, 0}, {BroadcastVariant::sliding_factor, 1},
+      {BroadcastVariant::sliding_factor, 3}, {BroadcastVariant::sliding_factor, 100000},
+      {BroadcastVariant::scratch, 0},        {BroadcastVariant::scratch, 1},
+      {BroadcastVariant::scratch, 3}};
+  std::vector<double> result(out_size);
+  for (const auto& options : every_option) {
+    SCOPED_TRACE("variant " + std::to_string(static_cast<int>(options.variant)) +
+                 ", sliding factor " + std::to_string(options.sliding_factor));
+    if (options.variant == BroadcastVariant::scratch && plan.rank > 2) {
+      EXPECT_THROW(kpl::broadcast(space, op, a, b, out, options), std::invalid_argument);
+      continue;
+    }
+    Kokkos::deep_copy(out_flat, std::nan(""));
+    kpl::broadcast(space, op, a, b, out, options);
+    Kokkos::deep_copy(
+        Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(result.data(), out_size),
+        out_flat);
+    for (std::int64_t i = 0; i < out_size; ++i) {
+      ASSERT_EQ(result[i], expected[i]) << "element " << i;
+    }
   }
 }
 
@@ -146,11 +169,17 @@ KPL_EXECUTION_SPACE_TEST(Broadcast, MissingLeadingDimensionsAndLargeShapes) {
   check_shapes<TypeParam, 1, 3, 3>({5}, {3, 1, 5}, kpl::Add{}, add);
   check_shapes<TypeParam, 2, 2, 2>({0, 4}, {1, 4}, kpl::Add{}, add);  // empty output
   check_shapes<TypeParam, 1, 1, 1>({1}, {1}, kpl::Add{}, add);
+  // Several column tiles of the scratch variant (256 on GPUs, 4096 on CPUs)
+  // and row counts that are not multiples of the unrolling or the factor.
+  check_shapes<TypeParam, 2, 1, 2>({70, 600}, {600}, kpl::Add{}, add);
+  check_shapes<TypeParam, 2, 2, 2>({3, 5000}, {3, 1}, kpl::Add{}, add);
+  check_shapes<TypeParam, 2, 2, 2>({1, 9}, {1, 1}, kpl::Add{}, add);  // matrix + scalar
+  check_shapes<TypeParam, 3, 3, 3>({7, 5, 3}, {7, 1, 3}, kpl::Add{}, add);
 }
 
 namespace {
 template <class ExecutionSpace>
-void check_non_contiguous_and_in_place() {
+void check_non_contiguous_and_in_place(const kpl::BroadcastOptions& options) {
   using MemorySpace = typename ExecutionSpace::memory_space;
   const ExecutionSpace space;
   const int rows = 33, columns = 17;
@@ -170,7 +199,7 @@ void check_non_contiguous_and_in_place() {
   const Kokkos::View<double*, Kokkos::LayoutStride, MemorySpace> every_other(
       long_vector.data(), Kokkos::LayoutStride(columns, 2));
   Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> out("out", rows, columns);
-  kpl::broadcast(space, kpl::Multiply{}, a, every_other, out);
+  kpl::broadcast(space, kpl::Multiply{}, a, every_other, out, options);
   auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < columns; ++j) ASSERT_EQ(host_out(i, j), host_a(i, j) * (2 * j));
@@ -178,7 +207,7 @@ void check_non_contiguous_and_in_place() {
   // In place: a = max(a, column vector).
   Kokkos::View<double**, MemorySpace> column("column", rows, 1);
   Kokkos::deep_copy(column, 0.25);
-  kpl::broadcast(space, kpl::Maximum{}, a, column, a);
+  kpl::broadcast(space, kpl::Maximum{}, a, column, a, options);
   auto host_in_place = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a);
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < columns; ++j) ASSERT_EQ(host_in_place(i, j), std::max(host_a(i, j), 0.25));
@@ -186,7 +215,59 @@ void check_non_contiguous_and_in_place() {
 }  // namespace
 
 KPL_EXECUTION_SPACE_TEST(Broadcast, NonContiguousInputsAndInPlace) {
-  check_non_contiguous_and_in_place<TypeParam>();
+  using kpl::BroadcastVariant;
+  for (auto variant : {BroadcastVariant::automatic, BroadcastVariant::general,
+                       BroadcastVariant::sliding_factor, BroadcastVariant::scratch}) {
+    SCOPED_TRACE("variant " + std::to_string(static_cast<int>(variant)));
+    check_non_contiguous_and_in_place<TypeParam>({variant, 0});
+  }
+}
+
+namespace {
+// Float, whose 16-byte packs hold 4 elements on GPUs: an aligned matrix, the
+// same matrix seen from its second column (unaligned rows, width 43), and a
+// row vector; every variant against the host.
+template <class ExecutionSpace>
+void check_float_alignment() {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const ExecutionSpace space;
+  const int rows = 37, columns = 44;
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> a("a", rows, columns),
+      out("out", rows, columns);
+  Kokkos::View<float*, MemorySpace> row("row", columns);
+  auto host_a = Kokkos::create_mirror_view(a);
+  auto host_row = Kokkos::create_mirror_view(row);
+  std::mt19937_64 generator(11);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < columns; ++j)
+      host_a(i, j) = std::uniform_real_distribution<float>(-1, 1)(generator);
+  for (int j = 0; j < columns; ++j)
+    host_row(j) = std::uniform_real_distribution<float>(-1, 1)(generator);
+  Kokkos::deep_copy(a, host_a);
+  Kokkos::deep_copy(row, host_row);
+  using kpl::BroadcastVariant;
+  for (int first_column : {0, 1}) {
+    const auto range = std::make_pair(first_column, columns);
+    const auto a_part = Kokkos::subview(a, Kokkos::ALL, range);
+    const auto out_part = Kokkos::subview(out, Kokkos::ALL, range);
+    const auto row_part = Kokkos::subview(row, range);
+    for (auto variant :
+         {BroadcastVariant::general, BroadcastVariant::sliding_factor, BroadcastVariant::scratch}) {
+      SCOPED_TRACE("first column " + std::to_string(first_column) + ", variant " +
+                   std::to_string(static_cast<int>(variant)));
+      Kokkos::deep_copy(out, std::nanf(""));
+      kpl::broadcast(space, kpl::Multiply{}, a_part, row_part, out_part, {variant, 0});
+      auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+      for (int i = 0; i < rows; ++i)
+        for (int j = first_column; j < columns; ++j)
+          ASSERT_EQ(host_out(i, j), host_a(i, j) * host_row(j)) << i << ", " << j;
+    }
+  }
+}
+}  // namespace
+
+KPL_EXECUTION_SPACE_TEST(Broadcast, FloatPacksAlignedAndUnaligned) {
+  check_float_alignment<TypeParam>();
 }
 
 TEST(BroadcastShapes, IncompatibleShapesAreAnErrorNamingBoth) {
@@ -208,4 +289,7 @@ TEST(BroadcastShapes, IncompatibleShapesAreAnErrorNamingBoth) {
       kpl::broadcast_shape(kpl::describe(Kokkos::View<double***, Kokkos::HostSpace>("x", 8, 1, 6)),
                            kpl::describe(Kokkos::View<double**, Kokkos::HostSpace>("y", 7, 1)));
   EXPECT_EQ(kpl::shape_text(shape), "[8, 7, 6]");
+  EXPECT_THROW(kpl::broadcast(Kokkos::DefaultHostExecutionSpace{}, kpl::Add{}, a, c, out,
+                              {kpl::BroadcastVariant::sliding_factor, -1}),
+               std::invalid_argument);
 }
