@@ -250,7 +250,7 @@ void launch_general(const ExecutionSpace& space, const Op& op, const BroadcastPl
 // whole groups per row), otherwise 1.
 template <class T>
 int pack_width(const BroadcastPlan& plan, const T* a, const T* b, const T* out) {
-  constexpr int width = sizeof(T) < 16 && 16 % sizeof(T) == 0 ? int(16 / sizeof(T)) : 1;
+  constexpr int width = pack_elements<T>();
   if (width == 1 || plan.out_column_stride != 1 || plan.columns % width != 0) return 1;
   auto aligned = [&](const T* data, const std::int64_t* strides, std::int64_t column_stride) {
     if (column_stride == 0) return true;  // one element per row, read alone
@@ -305,7 +305,7 @@ void launch_sliding(const ExecutionSpace& space, const Op& op, const BroadcastPl
     Kokkos::parallel_for("kpl::broadcast::sliding_factor", Policy(space, 0, row_blocks),
                          BroadcastSlidingRows<Op, T>{op, plan, a, b, out, sliding_factor});
   } else {
-    constexpr int width = sizeof(T) < 16 && 16 % sizeof(T) == 0 ? int(16 / sizeof(T)) : 1;
+    constexpr int width = pack_elements<T>();
     if (pack_width(plan, a, b, out) == width) {
       launch_sliding_columns<width>(space, op, plan, a, b, out, sliding_factor);
     } else {
@@ -325,11 +325,11 @@ void launch_scratch(const ExecutionSpace& space, const Op& op, const BroadcastPl
   auto staging = [&](const std::int64_t* strides) {
     const std::int64_t row_stride = plan.rank > 1 ? strides[0] : 0;
     const std::int64_t column_stride = plan.rank > 0 ? strides[plan.rank - 1] : 0;
-    if (row_stride == 0 && rows > 1) return 1;
-    if (column_stride == 0 && columns > 1) return 2;
-    return 0;
+    if (row_stride == 0 && rows > 1) return Staging::row_vector;
+    if (column_stride == 0 && columns > 1) return Staging::column_vector;
+    return Staging::none;
   };
-  const int a_staging = staging(plan.a_strides), b_staging = staging(plan.b_strides);
+  const Staging a_staging = staging(plan.a_strides), b_staging = staging(plan.b_strides);
   const int team_size = host ? 1 : 256;
   const std::int64_t tile_columns =
       host ? std::min<std::int64_t>(columns, 4096) : std::min<std::int64_t>(columns, team_size);

@@ -127,7 +127,12 @@ struct BroadcastGeneral {
 };
 
 // `Width` consecutive elements moved as one aligned access (16 bytes for
-// Width = 16 / sizeof(T)): fewer, wider memory instructions per byte.
+// Width = pack_elements<T>()): fewer, wider memory instructions per byte.
+template <class T>
+constexpr int pack_elements() {
+  return sizeof(T) < 16 && 16 % sizeof(T) == 0 ? int(16 / sizeof(T)) : 1;
+}
+
 template <class T, int Width>
 struct alignas(sizeof(T) * Width) Pack {
   T value[Width];
@@ -269,6 +274,13 @@ struct BroadcastSlidingRows {
 // each vector operand that the tile reuses into scratch memory (a row
 // vector's tile_columns elements, a column vector's sliding_factor
 // elements), then every thread reads the vector from scratch.
+// Which operand the scratch kernel stages, and how.
+enum class Staging {
+  none,
+  row_vector,     // the same for every row: one value per column of the tile
+  column_vector,  // the same along a row: one value per row of the tile
+};
+
 template <class Op, class T, class ExecutionSpace>
 struct BroadcastScratch {
   using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
@@ -282,16 +294,14 @@ struct BroadcastScratch {
   std::int64_t sliding_factor;  // rows per team
   std::int64_t tile_columns;    // columns per team
   std::int64_t column_tiles;
-  // Which operand is staged, and how: 0 not staged, 1 row vector (one value
-  // per column), 2 column vector (one value per row).
-  int a_staging, b_staging;
+  Staging a_staging, b_staging;
 
   static std::size_t scratch_bytes(std::int64_t sliding_factor, std::int64_t tile_columns,
-                                   int a_staging, int b_staging) {
-    auto bytes = [&](int staging) -> std::size_t {
-      return staging == 1   ? scratch_view::shmem_size(tile_columns)
-             : staging == 2 ? scratch_view::shmem_size(sliding_factor)
-                            : 0;
+                                   Staging a_staging, Staging b_staging) {
+    auto bytes = [&](Staging staging) -> std::size_t {
+      return staging == Staging::row_vector      ? scratch_view::shmem_size(tile_columns)
+             : staging == Staging::column_vector ? scratch_view::shmem_size(sliding_factor)
+                                                 : 0;
     };
     return bytes(a_staging) + bytes(b_staging);
   }
@@ -314,14 +324,14 @@ struct BroadcastScratch {
     const std::int64_t ra = row_stride(plan.a_strides), rb = row_stride(plan.b_strides),
                        ro = row_stride(plan.out_strides);
 
-    auto stage = [&](const T* source, int staging, std::int64_t row_step, std::int64_t column_step,
-                     scratch_view& staged) {
-      if (staging == 1) {
+    auto stage = [&](const T* source, Staging staging, std::int64_t row_step,
+                     std::int64_t column_step, scratch_view& staged) {
+      if (staging == Staging::row_vector) {
         staged = scratch_view(member.team_scratch(0), tile_columns);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_width), [&](const int k) {
           staged(k) = source[(column_begin + k) * column_step];
         });
-      } else if (staging == 2) {
+      } else if (staging == Staging::column_vector) {
         staged = scratch_view(member.team_scratch(0), sliding_factor);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_rows),
                              [&](const int r) { staged(r) = source[(row_begin + r) * row_step]; });
@@ -338,12 +348,12 @@ struct BroadcastScratch {
       const std::int64_t i = row_begin + r;
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_width), [&](const int k) {
         const std::int64_t j = column_begin + k;
-        const T a_value = a_staging == 1   ? a_staged(k)
-                          : a_staging == 2 ? a_staged(r)
-                                           : a[i * ra + j * sa];
-        const T b_value = b_staging == 1   ? b_staged(k)
-                          : b_staging == 2 ? b_staged(r)
-                                           : b[i * rb + j * sb];
+        const T a_value = a_staging == Staging::row_vector      ? a_staged(k)
+                          : a_staging == Staging::column_vector ? a_staged(r)
+                                                                : a[i * ra + j * sa];
+        const T b_value = b_staging == Staging::row_vector      ? b_staged(k)
+                          : b_staging == Staging::column_vector ? b_staged(r)
+                                                                : b[i * rb + j * sb];
         out[i * ro + j * so] = op(a_value, b_value);
       });
     }
