@@ -309,8 +309,22 @@ void check_rows_and_columns(std::int64_t rows, std::int64_t columns, const Op& o
 template <class ExecutionSpace, class Layout>
 void check_matrix_shapes() {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
-      {0, 0},     {0, 5},     {5, 0},      {1, 1},      {17, 33},   {33, 17},
-      {1000, 31}, {31, 1000}, {3, 100003}, {100003, 3}, {513, 4097}};
+      {0, 0},
+      {0, 5},
+      {5, 0},
+      {1, 1},
+      {17, 33},
+      {33, 17},
+      {1000, 31},
+      {31, 1000},
+      {3, 100003},
+      {100003, 3},
+      {513, 4097},
+      // Multiples of 4 (16-byte packs of float and int32, 2 of double on GPUs).
+      {64, 96},
+      {1000, 32},
+      {32, 1000},
+      {6, 4100}};
   for (const auto& [rows, columns] : shapes) {
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(columns));
     check_rows_and_columns<ExecutionSpace, Layout, double>(rows, columns, kpl::Sum<double>{});

@@ -7,6 +7,8 @@
 // the "column" and all the outer ones together are the "rows".
 #pragma once
 
+#include <kpl/detail/pack.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -126,33 +128,20 @@ struct BroadcastGeneral {
   }
 };
 
-// `Width` consecutive elements moved as one aligned access (16 bytes for
-// Width = pack_elements<T>()): fewer, wider memory instructions per byte.
-template <class T>
-constexpr int pack_elements() {
-  return sizeof(T) < 16 && 16 % sizeof(T) == 0 ? int(16 / sizeof(T)) : 1;
-}
-
-template <class T, int Width>
-struct alignas(sizeof(T) * Width) Pack {
-  T value[Width];
-};
-
 // Loads Width consecutive columns starting at `column` of the row at
 // `offset`; a column stride of 0 (an operand broadcast along the row) reads
 // one element and repeats it. Width > 1 is only used when every operand's
 // column stride is 0 or 1 and every access is aligned (checked on the host).
 template <class T, int Width>
-KOKKOS_INLINE_FUNCTION Pack<T, Width> load_pack(const T* data, std::int64_t offset,
-                                                std::int64_t column_stride, std::int64_t column) {
+KOKKOS_INLINE_FUNCTION Pack<T, Width> load_columns(const T* data, std::int64_t offset,
+                                                   std::int64_t column_stride,
+                                                   std::int64_t column) {
   Pack<T, Width> pack;
   if (column_stride == 0) {
     const T value = data[offset];
     for (int w = 0; w < Width; ++w) pack.value[w] = value;
-  } else if constexpr (Width == 1) {
-    pack.value[0] = data[offset + column * column_stride];
   } else {
-    pack = *reinterpret_cast<const Pack<T, Width>*>(data + offset + column);
+    pack = load_pack<Width>(data + offset + column * column_stride);
   }
   return pack;
 }
@@ -198,11 +187,11 @@ struct BroadcastSlidingColumns {
     Pack<T, Width> a_held, b_held;
     for (std::int64_t k = 0; k < row_count; ++k) {
       if (cursor.a != a_loaded) {
-        a_held = load_pack<T, Width>(a, cursor.a, sa, column);
+        a_held = load_columns<T, Width>(a, cursor.a, sa, column);
         a_loaded = cursor.a;
       }
       if (cursor.b != b_loaded) {
-        b_held = load_pack<T, Width>(b, cursor.b, sb, column);
+        b_held = load_columns<T, Width>(b, cursor.b, sb, column);
         b_loaded = cursor.b;
       }
       Pack<T, Width> result;
