@@ -109,10 +109,8 @@ struct ReduceTeams {
   using team_value_type = typename Op::value_type;
   using input_type = typename Op::input_type;
   // 16-byte chunks: one vector load per chunk on GPUs.
-  static constexpr int chunk = sizeof(input_type) >= 16 ? 1 : 16 / sizeof(input_type);
-  struct alignas(16) Chunk {
-    input_type values[chunk];
-  };
+  static constexpr int chunk = pack_elements<input_type>();
+  using Chunk = Pack<input_type, chunk>;
 
   Op op;
   InputView input;
@@ -137,17 +135,17 @@ struct ReduceTeams {
         const Chunk b = chunks[c + threads];
         const Chunk d = chunks[c + 2 * threads];
         const Chunk e = chunks[c + 3 * threads];
-        for (int k = 0; k < chunk; ++k) op.combine(value, op.lift(a.values[k], c * chunk + k));
+        for (int k = 0; k < chunk; ++k) op.combine(value, op.lift(a.value[k], c * chunk + k));
         for (int k = 0; k < chunk; ++k)
-          op.combine(value, op.lift(b.values[k], (c + threads) * chunk + k));
+          op.combine(value, op.lift(b.value[k], (c + threads) * chunk + k));
         for (int k = 0; k < chunk; ++k)
-          op.combine(value, op.lift(d.values[k], (c + 2 * threads) * chunk + k));
+          op.combine(value, op.lift(d.value[k], (c + 2 * threads) * chunk + k));
         for (int k = 0; k < chunk; ++k)
-          op.combine(value, op.lift(e.values[k], (c + 3 * threads) * chunk + k));
+          op.combine(value, op.lift(e.value[k], (c + 3 * threads) * chunk + k));
       }
       for (; c < chunk_count; c += threads) {
         const Chunk a = chunks[c];
-        for (int k = 0; k < chunk; ++k) op.combine(value, op.lift(a.values[k], c * chunk + k));
+        for (int k = 0; k < chunk; ++k) op.combine(value, op.lift(a.value[k], c * chunk + k));
       }
       tail_begin = chunk_count * chunk;
     }
