@@ -449,7 +449,8 @@ struct ReduceAlongContiguous {
 // (one pack per step; neighbouring threads read neighbouring packs) over one
 // segment of the reduced dimension; a CPU thread owns one segment and sweeps
 // it row by row over all outputs (sequential in memory). Segment results go
-// to partials(segment, o).
+// to partials(segment, o), or with Atomic (GPUs, operations with an atomic
+// form) straight into output(o).
 template <class Op, class Access, class Partials, class Output, class ExecutionSpace, int Width,
           bool Atomic>
 struct ReduceAcrossStrided {
