@@ -33,26 +33,25 @@ template <class Op, class = void>
 struct has_atomic_exchange : std::false_type {};
 template <class Op>
 struct has_atomic_exchange<Op, std::void_t<decltype(Op::atomic_exchange)>>
-    : std::bool_constant<Op::atomic_exchange && (sizeof(typename Op::value_type) == 4 ||
-                                                 sizeof(typename Op::value_type) == 8)> {};
+    : std::bool_constant<Op::atomic_exchange &&
+                         (sizeof(typename Op::value_type) == 4 ||
+                          sizeof(typename Op::value_type) == 8) &&
+                         alignof(typename Op::value_type) == sizeof(typename Op::value_type)> {};
 template <class Op>
 inline constexpr bool supports_atomics_v =
     has_atomic_add<Op>::value || has_atomic_exchange<Op>::value;
 
+// The bits of a 4- or 8-byte value as an unsigned integer: the
+// compare-and-swap below works on these, so a NaN (NaN != NaN) cannot keep the
+// loop spinning and a struct such as MinMaxValue<float> needs no operator==.
 template <class T>
-KOKKOS_INLINE_FUNCTION bool same_bits(const T& a, const T& b) {
-  // NaN != NaN would never let a compare-and-swap loop finish; bits do.
-  if constexpr (sizeof(T) == 8) {
-    std::uint64_t x, y;
-    std::memcpy(&x, &a, 8);
-    std::memcpy(&y, &b, 8);
-    return x == y;
-  } else {
-    std::uint32_t x, y;
-    std::memcpy(&x, &a, 4);
-    std::memcpy(&y, &b, 4);
-    return x == y;
-  }
+using bits_of_t = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+
+template <class T>
+KOKKOS_INLINE_FUNCTION bits_of_t<T> to_bits(const T& value) {
+  bits_of_t<T> bits;
+  std::memcpy(&bits, &value, sizeof(T));
+  return bits;
 }
 
 template <class Op>
@@ -62,13 +61,19 @@ KOKKOS_INLINE_FUNCTION void atomic_combine(const Op& op, typename Op::value_type
     Kokkos::atomic_add(target, value);
   } else {
     using value_type = typename Op::value_type;
-    value_type expected = *static_cast<volatile value_type*>(target);
+    using bits_type = bits_of_t<value_type>;
+    // value_type's alignment is its size (MinMaxValue is declared so), as a
+    // compare-and-swap on bits_type needs.
+    auto* target_bits = reinterpret_cast<bits_type*>(target);
+    bits_type expected = *static_cast<volatile bits_type*>(target_bits);
     while (true) {
-      value_type desired = expected;
+      value_type desired;
+      std::memcpy(&desired, &expected, sizeof(value_type));
       op.combine(desired, value);
-      if (same_bits(desired, expected)) return;  // nothing to change
-      const value_type seen = Kokkos::atomic_compare_exchange(target, expected, desired);
-      if (same_bits(seen, expected)) return;
+      const bits_type desired_bits = to_bits(desired);
+      if (desired_bits == expected) return;  // nothing to change
+      const bits_type seen = Kokkos::atomic_compare_exchange(target_bits, expected, desired_bits);
+      if (seen == expected) return;
       expected = seen;
     }
   }
