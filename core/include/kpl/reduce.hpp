@@ -6,8 +6,9 @@
 // strided (GPU) or contiguous (CPU) range of elements, then the vector lanes
 // of a thread combine (warp shuffles on CUDA), then the threads of a team
 // (Kokkos' team reduction through scratch memory), and finally the teams:
-// by one atomic per team where the operation and type allow it (sums, and min
-// and max of 4- and 8-byte scalars), otherwise by a second pass over the
+// by one atomic per team where the operation and type allow it (sums; min and
+// max of 4- and 8-byte scalars; min+max of 4-byte scalars, as one 8-byte
+// compare-and-swap), otherwise by a second pass over the
 // per-team partial results. Results wanted on the host for inputs under 2^24
 // elements instead use Kokkos' own inter-team stage (one launch, no
 // allocation; see reduce() in detail/reduce_kernels.hpp).
