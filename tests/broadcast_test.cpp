@@ -266,6 +266,30 @@ void check_float_alignment() {
 }
 }  // namespace
 
+namespace {
+// A scratch tile larger than a team's scratch memory is refused before any
+// kernel runs (checked where that memory is small enough to exceed cheaply:
+// GPUs).
+template <class ExecutionSpace>
+void check_scratch_too_large() {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const auto available = Kokkos::TeamPolicy<ExecutionSpace>::scratch_size_max(0);
+  if (available > (1 << 24)) return;
+  const std::int64_t rows = available / sizeof(double) + 1;
+  Kokkos::View<double**, MemorySpace> a("a", rows, 2), column("column", rows, 1),
+      out("out", rows, 2);
+  EXPECT_THROW(kpl::broadcast(ExecutionSpace{}, kpl::Add{}, a, column, out,
+                              {kpl::BroadcastVariant::scratch, rows}),
+               std::invalid_argument);
+  kpl::broadcast(ExecutionSpace{}, kpl::Add{}, a, column, out, {kpl::BroadcastVariant::scratch, 0});
+  ExecutionSpace{}.fence();
+}
+}  // namespace
+
+KPL_EXECUTION_SPACE_TEST(Broadcast, ScratchTileLargerThanScratchMemoryIsRefused) {
+  check_scratch_too_large<TypeParam>();
+}
+
 KPL_EXECUTION_SPACE_TEST(Broadcast, FloatPacksAlignedAndUnaligned) {
   check_float_alignment<TypeParam>();
 }

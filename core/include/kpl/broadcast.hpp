@@ -338,6 +338,7 @@ void launch_scratch(const ExecutionSpace& space, const Op& op, const BroadcastPl
     sliding_factor = automatic_sliding_factor(rows, host ? 1 : column_tiles * team_size,
                                               space.concurrency(), host, 64);
   }
+  sliding_factor = std::min(sliding_factor, rows);  // a tile holds at most every row
   const std::int64_t row_tiles = (rows + sliding_factor - 1) / sliding_factor;
   const std::int64_t tiles = row_tiles * column_tiles;
   if (tiles > std::numeric_limits<int>::max()) {
@@ -346,6 +347,13 @@ void launch_scratch(const ExecutionSpace& space, const Op& op, const BroadcastPl
   }
   const std::size_t bytes =
       Kernel::scratch_bytes(sliding_factor, tile_columns, a_staging, b_staging);
+  const auto available =
+      static_cast<std::size_t>(Kokkos::TeamPolicy<ExecutionSpace>::scratch_size_max(0));
+  if (bytes > available) {
+    throw std::invalid_argument("kpl::broadcast: the scratch variant's tile needs " +
+                                std::to_string(bytes) + " bytes of scratch memory, a team has " +
+                                std::to_string(available) + "; lower sliding_factor");
+  }
   Kokkos::parallel_for("kpl::broadcast::scratch",
                        Kokkos::TeamPolicy<ExecutionSpace>(space, static_cast<int>(tiles), team_size)
                            .set_scratch_size(0, Kokkos::PerTeam(bytes)),
