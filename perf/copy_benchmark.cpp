@@ -13,7 +13,19 @@
 
 namespace {
 
-template <class ExecutionSpace>
+// Element-by-element copy through the simplest Kokkos kernel: the ceiling for
+// a plain RangePolicy kernel.
+template <class ExecutionSpace, class View>
+void copy_by_kernel(const ExecutionSpace& space, const View& destination, const View& source) {
+  Kokkos::parallel_for(
+      "kpl::perf::copy_kernel",
+      Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+          space, 0, static_cast<std::int64_t>(source.extent(0))),
+      KOKKOS_LAMBDA(const std::int64_t i) { destination(i) = source(i); });
+}
+
+// ByKernel false: Kokkos::deep_copy; true: copy_by_kernel.
+template <class ExecutionSpace, bool ByKernel>
 void copy(benchmark::State& state) {
   using MemorySpace = typename ExecutionSpace::memory_space;
   const auto length = static_cast<std::size_t>(state.range(0));
@@ -23,28 +35,11 @@ void copy(benchmark::State& state) {
   Kokkos::deep_copy(space, source, 1.0f);
   space.fence();
   for (auto _ : state) {
-    Kokkos::deep_copy(space, destination, source);
-    space.fence();
-  }
-  const double bytes = 2.0 * sizeof(float) * static_cast<double>(length);
-  kpl::perf::report_bytes(state, bytes, ExecutionSpace::name());
-}
-
-// y(i) = x(i): the ceiling for a plain RangePolicy kernel.
-template <class ExecutionSpace>
-void copy_kernel(benchmark::State& state) {
-  using MemorySpace = typename ExecutionSpace::memory_space;
-  const auto length = static_cast<std::int64_t>(state.range(0));
-  const ExecutionSpace space;
-  Kokkos::View<float*, MemorySpace> source(Kokkos::view_alloc(space, "source"), length);
-  Kokkos::View<float*, MemorySpace> destination(Kokkos::view_alloc(space, "destination"), length);
-  Kokkos::deep_copy(space, source, 1.0f);
-  space.fence();
-  for (auto _ : state) {
-    Kokkos::parallel_for(
-        "kpl::perf::copy_kernel",
-        Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(space, 0, length),
-        KOKKOS_LAMBDA(const std::int64_t i) { destination(i) = source(i); });
+    if constexpr (ByKernel) {
+      copy_by_kernel(space, destination, source);
+    } else {
+      Kokkos::deep_copy(space, destination, source);
+    }
     space.fence();
   }
   const double bytes = 2.0 * sizeof(float) * static_cast<double>(length);
@@ -55,14 +50,14 @@ const bool registered = [] {
   kpl::for_each_execution_space([](auto tag) {
     using ExecutionSpace = typename decltype(tag)::type;
     benchmark::RegisterBenchmark((std::string("copy/float/") + ExecutionSpace::name()).c_str(),
-                                 copy<ExecutionSpace>)
+                                 copy<ExecutionSpace, false>)
         ->RangeMultiplier(16)
         ->Range(1 << 16, 1 << 28)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(
         (std::string("copy_kernel/float/") + ExecutionSpace::name()).c_str(),
-        copy_kernel<ExecutionSpace>)
+        copy<ExecutionSpace, true>)
         ->RangeMultiplier(16)
         ->Range(1 << 16, 1 << 28)
         ->UseRealTime()

@@ -322,14 +322,15 @@ void launch_scratch(const ExecutionSpace& space, const Op& op, const BroadcastPl
   const std::int64_t rows = plan.rows, columns = plan.columns;
   // Stage a row vector when there are several rows to reuse it over, a
   // column vector when there are several columns.
-  auto staging = [&](const std::int64_t* strides) {
+  // (A plan of rank <= 2 has at most one row dimension, dimension 0.)
+  auto staging = [&](const std::int64_t* strides, std::int64_t column_stride) {
     const std::int64_t row_stride = plan.rank > 1 ? strides[0] : 0;
-    const std::int64_t column_stride = plan.rank > 0 ? strides[plan.rank - 1] : 0;
     if (row_stride == 0 && rows > 1) return Staging::row_vector;
     if (column_stride == 0 && columns > 1) return Staging::column_vector;
     return Staging::none;
   };
-  const Staging a_staging = staging(plan.a_strides), b_staging = staging(plan.b_strides);
+  const Staging a_staging = staging(plan.a_strides, plan.a_column_stride),
+                b_staging = staging(plan.b_strides, plan.b_column_stride);
   const int team_size = host ? 1 : 256;
   const std::int64_t tile_columns =
       host ? std::min<std::int64_t>(columns, 4096) : std::min<std::int64_t>(columns, team_size);
