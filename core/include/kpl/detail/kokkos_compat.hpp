@@ -5,6 +5,7 @@
 // a call whose spelling changed between those versions uses the name here.
 #pragma once
 
+#include <KokkosBlas2_gemv.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <string>
@@ -47,6 +48,30 @@ inline std::string host_threads_argument(int threads) {
   return "--kokkos-num-threads=" + std::to_string(threads);
 #else
   return "--kokkos-threads=" + std::to_string(threads);
+#endif
+}
+
+// Kokkos Kernels 4 takes the execution-space instance to run gemv on; 3.4
+// always runs on the default instance of A's execution space, so there the
+// call waits for `space` first to keep the caller's ordering. Kokkos Kernels
+// 3.4's own transposed kernel (layouts other than LayoutLeft) leaves NaNs
+// that were in y when alpha = 1 and beta = 0 (kpl's tests catch it); there y
+// is zeroed first and beta = 1 passed instead.
+template <class ExecutionSpace, class AView, class XView, class YView>
+void kokkos_blas_gemv(const ExecutionSpace& space, const char* transpose,
+                      typename AView::const_value_type& alpha, const AView& A, const XView& x,
+                      typename YView::const_value_type& beta, const YView& y) {
+#if KPL_KOKKOS_4
+  KokkosBlas::gemv(space, transpose, alpha, A, x, beta, y);
+#else
+  space.fence();
+  using Value = typename YView::non_const_value_type;
+  if (beta == Value(0) && transpose[0] != 'N') {
+    Kokkos::deep_copy(y, Value(0));
+    KokkosBlas::gemv(transpose, alpha, A, x, Value(1), y);
+    return;
+  }
+  KokkosBlas::gemv(transpose, alpha, A, x, beta, y);
 #endif
 }
 

@@ -1,0 +1,326 @@
+// The kernels behind kpl::gemv (kpl/gemv.hpp). Users need not read this.
+//
+// Every kernel sees one problem: for each batch entry b and output r,
+//   y(b, r) = alpha * sum_c M(b, r, c) * x(c) + beta * y(b, r),
+// where M is A (op N) or A^T (op T) addressed through strides, so one kernel
+// serves both operations and every layout. What differs between kernels is
+// which of M's two strides is 1:
+//   - "outputs contiguous" (op N on LayoutLeft, op T on LayoutRight): adjacent
+//     outputs are adjacent in memory, so adjacent threads take adjacent
+//     outputs (ThreadPerOutputs);
+//   - "reduction contiguous" (op N on LayoutRight, op T on LayoutLeft): a dot
+//     product runs along memory, so adjacent threads (or vector lanes) take
+//     adjacent terms of it (LanesPerDot, RowBlockPerTeam).
+// Long reductions are cut into segments; each (output, segment) partial sum
+// goes into a partial matrix that GemvCombinePartials reduces (Sieminski & Lee
+// 2023, §3.2.3).
+#pragma once
+
+#include <kpl/detail/pack.hpp>
+#include <kpl/reduce.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kpl::detail {
+
+template <class T>
+struct GemvProblem {
+  const T* matrix;
+  const T* x;
+  T* y;
+  std::int64_t batch;
+  std::int64_t outputs;  // length of y per batch entry
+  std::int64_t length;   // length of x: terms per dot product
+  // Strides of M(b, r, c), x(c) and y(b, r), in elements.
+  std::int64_t batch_stride;
+  std::int64_t output_stride;
+  std::int64_t length_stride;
+  std::int64_t x_stride;
+  std::int64_t y_batch_stride;
+  std::int64_t y_stride;
+  T alpha;
+  T beta;
+
+  KOKKOS_INLINE_FUNCTION const T* row(std::int64_t b, std::int64_t r) const {
+    return matrix + b * batch_stride + r * output_stride;
+  }
+  // BLAS semantics: with beta = 0, y is written without being read, so NaNs
+  // already in y do not propagate.
+  KOKKOS_INLINE_FUNCTION void store(std::int64_t b, std::int64_t r, T dot) const {
+    T& out = y[b * y_batch_stride + r * y_stride];
+    out = beta == T(0) ? alpha * dot : alpha * dot + beta * out;
+  }
+};
+
+// Where the partial sum of output (b, r) over segment s lives.
+struct PartialLayout {
+  std::int64_t batch_stride;
+  std::int64_t output_stride;
+  std::int64_t segment_stride;
+  KOKKOS_INLINE_FUNCTION std::int64_t at(std::int64_t b, std::int64_t r, std::int64_t s) const {
+    return b * batch_stride + r * output_stride + s * segment_stride;
+  }
+};
+
+// How the reduction dimension is cut: segment s covers terms
+// [s * segment_length, min(length, (s + 1) * segment_length)).
+struct Segments {
+  std::int64_t count;
+  std::int64_t length;  // a multiple of the pack width where packs are used
+};
+
+// y = beta * y for alpha = 0 or empty dot products (BLAS' quick return: A
+// and x are not read).
+template <class T>
+struct ScaleOutputs {
+  GemvProblem<T> problem;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index) const {
+    const std::int64_t b = index / problem.outputs;
+    const std::int64_t r = index - b * problem.outputs;
+    T& out = problem.y[b * problem.y_batch_stride + r * problem.y_stride];
+    out = problem.beta == T(0) ? T(0) : problem.beta * out;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Thread per output (§3.2.1), generalised to Width adjacent outputs and one
+// segment of the reduction per thread. Width = 1 and one segment is the
+// seed's naive kernel; on outputs-contiguous data Width > 1 makes each load a
+// 16-byte pack (GPUs) or a vectorisable run (CPUs), and segments give square
+// matrices enough threads (§3.2.3's partial matrix, threads along outputs so
+// that reads stay coalesced).
+template <class T, int Width, bool PackLoads>
+struct ThreadPerOutputs {
+  GemvProblem<T> problem;
+  Segments segments;
+  T* partials;  // used when segments.count > 1
+  PartialLayout partial_layout;
+  std::int64_t groups;  // ceil(outputs / Width)
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index) const {
+    const std::int64_t group = index % groups;
+    const std::int64_t rest = index / groups;
+    const std::int64_t segment = rest % segments.count;
+    const std::int64_t b = rest / segments.count;
+    const std::int64_t first_output = group * Width;
+    const std::int64_t begin = segment * segments.length;
+    const std::int64_t end =
+        begin + segments.length < problem.length ? begin + segments.length : problem.length;
+    T sum[Width];
+    for (int w = 0; w < Width; ++w) sum[w] = T(0);
+    const std::int64_t count =
+        problem.outputs - first_output < Width ? problem.outputs - first_output : Width;
+    if (count == Width && (Width == 1 || problem.output_stride == 1)) {
+      // Whole group: Width adjacent elements per term, one access.
+      const T* column = problem.row(b, first_output) + begin * problem.length_stride;
+      const T* x = problem.x + begin * problem.x_stride;
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#pragma unroll 4
+#endif
+      for (std::int64_t c = begin; c < end; ++c) {
+        const T x_c = *x;
+        if constexpr (PackLoads) {
+          const auto pack = load_pack<Width>(column);
+          for (int w = 0; w < Width; ++w) sum[w] += pack.value[w] * x_c;
+        } else {
+          for (int w = 0; w < Width; ++w) sum[w] += column[w] * x_c;
+        }
+        column += problem.length_stride;
+        x += problem.x_stride;
+      }
+    } else {
+      for (int w = 0; w < count; ++w) {
+        const T* element = problem.row(b, first_output + w) + begin * problem.length_stride;
+        for (std::int64_t c = begin; c < end; ++c) {
+          sum[w] += *element * problem.x[c * problem.x_stride];
+          element += problem.length_stride;
+        }
+      }
+    }
+    for (int w = 0; w < count; ++w) {
+      if (segments.count == 1) {
+        problem.store(b, first_output + w, sum[w]);
+      } else {
+        partials[partial_layout.at(b, first_output + w, segment)] = sum[w];
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------
+// P threads per dot product (§3.2.2): each thread of a team owns one output
+// (team_size outputs per team, the seed's M'), and its P vector lanes split
+// the dot product, then combine by Kokkos' vector reduction (warp shuffles,
+// log2 P steps, on CUDA). With Width > 1 each lane reads 16-byte packs of
+// the row and of x.
+template <class T, int Width, class ExecutionSpace>
+struct LanesPerDot {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  GemvProblem<T> problem;
+  std::int64_t teams_per_batch;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t b = member.league_rank() / teams_per_batch;
+    const std::int64_t r =
+        (member.league_rank() - b * teams_per_batch) * member.team_size() + member.team_rank();
+    if (r >= problem.outputs) return;  // no team-wide synchronisation follows
+    const T* row = problem.row(b, r);
+    T dot = T(0);
+    if constexpr (Width > 1) {
+      const std::int64_t packs = problem.length / Width;
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(member, packs),
+          [&](const std::int64_t p, T& partial) {
+            const auto a = load_pack<Width>(row + p * Width);
+            const auto x = load_pack<Width>(problem.x + p * Width);
+            for (int w = 0; w < Width; ++w) partial += a.value[w] * x.value[w];
+          },
+          dot);
+      T tail = T(0);
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(member, problem.length - packs * Width),
+          [&](const std::int64_t t, T& partial) {
+            const std::int64_t c = packs * Width + t;
+            partial += row[c] * problem.x[c];
+          },
+          tail);
+      dot += tail;
+    } else {
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(member, problem.length),
+          [&](const std::int64_t c, T& partial) {
+            partial += row[c * problem.length_stride] * problem.x[c * problem.x_stride];
+          },
+          dot);
+    }
+    Kokkos::single(Kokkos::PerThread(member), [&] { problem.store(b, r, dot); });
+  }
+};
+
+// ---------------------------------------------------------------------------
+// P threads per row with a partial matrix (§3.2.3) on reduction-contiguous
+// data: a team takes a block of Rows outputs and one segment of the
+// reduction; its threads stride along the segment in 16-byte packs, each
+// keeping Rows x Width running sums, so x is read once per block of outputs
+// and every thread has Rows loads in flight. The team then combines its sums
+// (one team reduction of Rows values) and writes one column of the partial
+// matrix, or y itself when there is one segment. This is the kernel for tall,
+// skinny matrices such as the GAM's B^T g (n = 1e6, k = 16-64).
+template <class T, int Rows>
+struct RowSums {
+  T value[Rows];
+};
+
+template <class T, int Rows>
+struct RowSumsOp {
+  using value_type = RowSums<T, Rows>;
+  KOKKOS_INLINE_FUNCTION value_type identity() const {
+    value_type zero;
+    for (int i = 0; i < Rows; ++i) zero.value[i] = T(0);
+    return zero;
+  }
+  KOKKOS_INLINE_FUNCTION void combine(value_type& into, const value_type& other) const {
+    for (int i = 0; i < Rows; ++i) into.value[i] += other.value[i];
+  }
+};
+
+template <class T, int Rows, int Width, class ExecutionSpace>
+struct RowBlockPerTeam {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  GemvProblem<T> problem;
+  Segments segments;  // segments.length is a multiple of Width
+  T* partials;
+  PartialLayout partial_layout;
+  std::int64_t blocks;  // ceil(outputs / Rows)
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t league = member.league_rank();
+    const std::int64_t block = league % blocks;
+    const std::int64_t rest = league / blocks;
+    const std::int64_t segment = rest % segments.count;
+    const std::int64_t b = rest / segments.count;
+    const std::int64_t first_output = block * Rows;
+    const int rows = problem.outputs - first_output < Rows
+                         ? static_cast<int>(problem.outputs - first_output)
+                         : Rows;
+    const std::int64_t begin = segment * segments.length;
+    const std::int64_t end =
+        begin + segments.length < problem.length ? begin + segments.length : problem.length;
+    const std::int64_t whole_packs = (end - begin) / Width;
+    const T* first_row = problem.row(b, first_output) + begin;
+    const T* x = problem.x + begin;
+
+    T sums[Rows][Width];
+    for (int i = 0; i < Rows; ++i)
+      for (int w = 0; w < Width; ++w) sums[i][w] = T(0);
+    for (std::int64_t p = member.team_rank(); p < whole_packs; p += member.team_size()) {
+      const auto x_pack = load_pack<Width>(x + p * Width);
+      if (rows == Rows) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#pragma unroll
+#endif
+        for (int i = 0; i < Rows; ++i) {
+          const auto a = load_pack<Width>(first_row + i * problem.output_stride + p * Width);
+          for (int w = 0; w < Width; ++w) sums[i][w] += a.value[w] * x_pack.value[w];
+        }
+      } else {
+        for (int i = 0; i < rows; ++i) {
+          const auto a = load_pack<Width>(first_row + i * problem.output_stride + p * Width);
+          for (int w = 0; w < Width; ++w) sums[i][w] += a.value[w] * x_pack.value[w];
+        }
+      }
+    }
+    // Terms after the last whole pack (only in the last segment).
+    for (std::int64_t c = begin + whole_packs * Width + member.team_rank(); c < end;
+         c += member.team_size()) {
+      for (int i = 0; i < rows; ++i) {
+        sums[i][0] += problem.row(b, first_output + i)[c] * problem.x[c];
+      }
+    }
+    RowSums<T, Rows> mine;
+    for (int i = 0; i < Rows; ++i) {
+      T sum = T(0);
+      for (int w = 0; w < Width; ++w) sum += sums[i][w];
+      mine.value[i] = sum;
+    }
+    const RowSums<T, Rows> team_sums = kpl::team_reduce(member, RowSumsOp<T, Rows>{}, mine);
+    // Spread the stores over the team's threads.
+    for (int i = member.team_rank(); i < rows; i += member.team_size()) {
+      if (segments.count == 1) {
+        problem.store(b, first_output + i, team_sums.value[i]);
+      } else {
+        partials[partial_layout.at(b, first_output + i, segment)] = team_sums.value[i];
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Second kernel of §3.2.3: y(b, r) = alpha * sum_s partials(b, r, s) +
+// beta * y(b, r); one thread per output, its vector lanes over segments.
+template <class T, class ExecutionSpace>
+struct GemvCombinePartials {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  GemvProblem<T> problem;
+  const T* partials;
+  PartialLayout partial_layout;
+  std::int64_t segments;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t output =
+        std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+    if (output >= problem.batch * problem.outputs) return;
+    const std::int64_t b = output / problem.outputs;
+    const std::int64_t r = output - b * problem.outputs;
+    T sum = T(0);
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, segments),
+        [&](const std::int64_t s, T& partial) { partial += partials[partial_layout.at(b, r, s)]; },
+        sum);
+    Kokkos::single(Kokkos::PerThread(member), [&] { problem.store(b, r, sum); });
+  }
+};
+
+}  // namespace kpl::detail

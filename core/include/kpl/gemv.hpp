@@ -1,0 +1,516 @@
+// Dense matrix-vector products, y = alpha * op(A) * x + beta * y, in the three
+// GPU strategies of Sieminski & Lee 2023 (§3.2, Appendix B; after Bainville's
+// GPU gemv), plus Kokkos Kernels' gemv (cuBLAS or a CPU BLAS underneath) as
+// the baseline, behind one call:
+//
+//   kpl::gemv(space, kpl::Transpose::yes, alpha, A, x, beta, y);            // automatic
+//   kpl::gemv(space, kpl::Transpose::no, 1.0, A, x, 0.0, y,
+//             {kpl::GemvStrategy::team_per_dot});
+//
+// - thread_per_row (§3.2.1): one thread computes one dot product.
+// - team_per_dot (§3.2.2): P vector lanes share each dot product and combine
+//   by Kokkos' vector reduction; a team holds M' such dot products.
+// - partial_rows (§3.2.3): each dot product is cut into P segments; threads
+//   write an M x P partial matrix that a second kernel reduces. On data where
+//   a dot product runs along memory, a team takes a block of outputs and a
+//   segment and reads x once for the whole block (the kernel for tall, skinny
+//   B^T g).
+// - kokkos_kernels: KokkosBlas::gemv, the baseline users have today.
+// - automatic: picks among the above by shape, layout and backend (the
+//   choices and the measurements behind them are in choose_strategy below and
+//   perf/RESULTS.md).
+//
+// A is any 2-D View (LayoutLeft, LayoutRight, LayoutStride); x and y any 1-D
+// Views; float or double; all accessible from the execution space. As in
+// BLAS, beta = 0 means y is written without being read, and alpha = 0 means A
+// and x are not read. gemv_batched applies one x to a batch of matrices
+// ([batch, m, n], e.g. the GAM's base-learner bases B_j) in one launch.
+//
+// The partial-matrix strategy needs device memory for the partial sums; pass
+// a GemvWorkspace to reuse it across calls (otherwise each such call
+// allocates, which on GPUs costs more than a small product).
+#pragma once
+
+#include <kpl/detail/gemv_kernels.hpp>
+#include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/detail/pack.hpp>
+#include <kpl/execution_spaces.hpp>
+#include <kpl/reduce.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace kpl {
+
+// op(A): A itself or its transpose (BLAS' TRANS = 'N' or 'T').
+enum class Transpose { no, yes };
+
+enum class GemvStrategy {
+  automatic,
+  thread_per_row,
+  team_per_dot,
+  partial_rows,
+  kokkos_kernels,
+};
+
+struct GemvOptions {
+  GemvStrategy strategy = GemvStrategy::automatic;
+  // P. team_per_dot: vector lanes per dot product (rounded down to a power of
+  // two within the backend's vector length). partial_rows: segments each dot
+  // product is cut into. 0: chosen from the shape and the concurrency.
+  int threads_per_dot = 0;
+  // M'. team_per_dot: dot products per team. partial_rows on data where dot
+  // products run along memory: outputs per team (rounded down to 1, 2, 4, 8
+  // or 16). 0: chosen.
+  int rows_per_team = 0;
+};
+
+// The names used on kpl's command line and in benchmark labels.
+inline std::string_view to_string(GemvStrategy strategy) {
+  switch (strategy) {
+    case GemvStrategy::automatic:
+      return "automatic";
+    case GemvStrategy::thread_per_row:
+      return "thread-per-row";
+    case GemvStrategy::team_per_dot:
+      return "team-per-dot";
+    case GemvStrategy::partial_rows:
+      return "partial-rows";
+    case GemvStrategy::kokkos_kernels:
+      return "kokkos-kernels";
+  }
+  return "unknown";
+}
+
+inline GemvStrategy gemv_strategy_from_string(std::string_view name) {
+  for (auto strategy :
+       {GemvStrategy::automatic, GemvStrategy::thread_per_row, GemvStrategy::team_per_dot,
+        GemvStrategy::partial_rows, GemvStrategy::kokkos_kernels}) {
+    if (to_string(strategy) == name) return strategy;
+  }
+  throw std::invalid_argument("unknown gemv strategy '" + std::string(name) +
+                              "' (automatic, thread-per-row, team-per-dot, partial-rows, "
+                              "kokkos-kernels)");
+}
+
+// Device memory for partial sums, grown on demand and kept between calls.
+template <class ExecutionSpace, class T>
+class GemvWorkspace {
+ public:
+  // The first `elements` entries, reallocated only when too small.
+  T* reserve(const ExecutionSpace& space, std::int64_t elements) {
+    if (static_cast<std::int64_t>(storage_.extent(0)) < elements) {
+      storage_ = decltype(storage_)();
+      storage_ = decltype(storage_)(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gemv::partials"),
+          static_cast<std::size_t>(elements));
+    }
+    return storage_.data();
+  }
+
+ private:
+  Kokkos::View<T*, typename ExecutionSpace::memory_space> storage_;
+};
+
+namespace detail {
+
+// Which of the matrix strides is 1 decides the thread mapping (see
+// gemv_kernels.hpp).
+enum class GemvAccess { reduction_contiguous, outputs_contiguous, strided };
+
+template <class T>
+GemvAccess gemv_access(const GemvProblem<T>& problem) {
+  if (problem.length_stride == 1 && problem.x_stride == 1) return GemvAccess::reduction_contiguous;
+  if (problem.output_stride == 1) return GemvAccess::outputs_contiguous;
+  return GemvAccess::strided;
+}
+
+inline int round_down_to_power_of_two(int value, int limit) {
+  int result = 1;
+  while (result * 2 <= std::min(value, limit)) result *= 2;
+  return result;
+}
+
+// The automatic choice. GPUs: outputs-contiguous data goes to
+// ThreadPerOutputs with packs (partial_rows, segmented only when there are
+// too few outputs to fill the device); reduction-contiguous data with few
+// outputs (tall, skinny B^T g) to the row-block kernel of partial_rows, with
+// many outputs to team_per_dot. CPUs: the same split; a CPU thread is fast
+// enough alone that team_per_dot never helps.
+template <class ExecutionSpace, class T>
+GemvStrategy choose_strategy(const ExecutionSpace& space, const GemvProblem<T>& problem) {
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
+  const GemvAccess access = gemv_access(problem);
+  if (access == GemvAccess::reduction_contiguous) {
+    const std::int64_t outputs = problem.batch * problem.outputs;
+    // Warps (GPU) or threads (CPU) one per output fill the device.
+    const std::int64_t enough = host ? space.concurrency() : space.concurrency() / 32;
+    return outputs >= 4 * enough && !host ? GemvStrategy::team_per_dot : GemvStrategy::partial_rows;
+  }
+  return GemvStrategy::partial_rows;
+}
+
+template <class ExecutionSpace, class T>
+void launch_scale(const ExecutionSpace& space, const GemvProblem<T>& problem) {
+  Kokkos::parallel_for("kpl::gemv::scale_y",
+                       Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                           space, 0, problem.batch * problem.outputs),
+                       ScaleOutputs<T>{problem});
+}
+
+template <class ExecutionSpace, class T>
+void launch_combine(const ExecutionSpace& space, const GemvProblem<T>& problem, const T* partials,
+                    const PartialLayout& layout, std::int64_t segments, bool lanes_over_segments) {
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
+  const int vector_length =
+      host || !lanes_over_segments
+          ? 1
+          : round_down_to_power_of_two(int(std::min<std::int64_t>(segments, 32)), 32);
+  const int team_size = host ? 1 : 256 / vector_length;
+  const std::int64_t outputs = problem.batch * problem.outputs;
+  const auto teams = static_cast<int>((outputs + team_size - 1) / team_size);
+  Kokkos::parallel_for("kpl::gemv::combine_partials",
+                       Kokkos::TeamPolicy<ExecutionSpace>(space, teams, team_size, vector_length),
+                       GemvCombinePartials<T, ExecutionSpace>{problem, partials, layout, segments});
+}
+
+template <class ExecutionSpace, class T>
+void launch_thread_per_row(const ExecutionSpace& space, const GemvProblem<T>& problem) {
+  const std::int64_t threads = problem.batch * problem.outputs;
+  Kokkos::parallel_for(
+      "kpl::gemv::thread_per_row",
+      Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(space, 0, threads),
+      ThreadPerOutputs<T, 1, false>{problem, Segments{1, problem.length}, nullptr, PartialLayout{},
+                                    problem.outputs});
+}
+
+template <class ExecutionSpace, class T>
+void launch_team_per_dot(const ExecutionSpace& space, const GemvProblem<T>& problem,
+                         const GemvOptions& options) {
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
+  const int max_vector = static_cast<int>(Kokkos::TeamPolicy<ExecutionSpace>::vector_length_max());
+  constexpr int pack = host ? 1 : pack_elements<T>();
+  const bool packs = pack > 1 && gemv_access(problem) == GemvAccess::reduction_contiguous &&
+                     is_pack_aligned<pack>(problem.matrix, problem.output_stride) &&
+                     is_pack_aligned<pack>(problem.matrix, problem.batch_stride) &&
+                     is_pack_aligned<pack>(problem.x, 1);
+  // P: enough lanes to cover the dot product in one pass of packs, at most a warp.
+  int lanes = options.threads_per_dot;
+  if (lanes <= 0) {
+    const std::int64_t steps = (problem.length + (packs ? pack : 1) - 1) / (packs ? pack : 1);
+    lanes = static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(steps, 1), max_vector));
+  }
+  lanes = round_down_to_power_of_two(lanes, max_vector);
+  auto launch = [&](auto functor_type) {
+    using Functor = typename decltype(functor_type)::type;
+    // M': 256 threads a team on GPUs unless the caller says otherwise, never
+    // more than the backend allows.
+    const int largest = Kokkos::TeamPolicy<ExecutionSpace>(space, 1, 1, lanes)
+                            .team_size_max(Functor{problem, 1}, Kokkos::ParallelForTag());
+    const int rows_per_team = std::clamp(
+        options.rows_per_team > 0 ? options.rows_per_team : (host ? 1 : 256 / lanes), 1, largest);
+    const std::int64_t teams_per_batch = (problem.outputs + rows_per_team - 1) / rows_per_team;
+    Kokkos::parallel_for(
+        "kpl::gemv::team_per_dot",
+        Kokkos::TeamPolicy<ExecutionSpace>(space, static_cast<int>(problem.batch * teams_per_batch),
+                                           rows_per_team, lanes),
+        Functor{problem, teams_per_batch});
+  };
+  if (packs) {
+    launch(type_tag<LanesPerDot<T, pack, ExecutionSpace>>{});
+  } else {
+    launch(type_tag<LanesPerDot<T, 1, ExecutionSpace>>{});
+  }
+}
+
+// partial_rows on outputs-contiguous or strided data: threads along outputs,
+// Width at a time, P segments along the reduction.
+template <class ExecutionSpace, class T>
+void launch_partial_rows_across(const ExecutionSpace& space, const GemvProblem<T>& problem,
+                                const GemvOptions& options,
+                                GemvWorkspace<ExecutionSpace, T>& workspace) {
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
+  // GPUs: one 16-byte pack per load. CPUs: a 64-byte run (one cache line),
+  // which the compiler turns into vector loads.
+  constexpr int width = host ? int(64 / sizeof(T)) : pack_elements<T>();
+  const bool contiguous = problem.output_stride == 1;
+  const bool packs = !host && contiguous &&
+                     is_pack_aligned<width>(problem.matrix, problem.length_stride) &&
+                     is_pack_aligned<width>(problem.matrix, problem.batch_stride);
+  const std::int64_t groups = (problem.outputs + width - 1) / width;
+  std::int64_t segments = options.threads_per_dot;
+  if (segments <= 0) {
+    // Enough threads to fill the device twice (GPU) or a few work items per
+    // thread (CPU), but segments of at least 64 terms.
+    const std::int64_t wanted = host ? 4 * space.concurrency() : 2 * space.concurrency();
+    const std::int64_t threads = problem.batch * groups;
+    segments = std::max<std::int64_t>(
+        1, std::min((wanted + threads - 1) / threads, (problem.length + 63) / 64));
+  }
+  segments = std::min<std::int64_t>(segments, std::max<std::int64_t>(problem.length, 1));
+  const std::int64_t segment_length = (problem.length + segments - 1) / segments;
+  segments = (problem.length + segment_length - 1) / segment_length;
+  T* partials = nullptr;
+  // Partial (b, r, s) at ((b * segments + s) * outputs + r): adjacent threads
+  // write adjacent outputs.
+  const PartialLayout layout{segments * problem.outputs, 1, problem.outputs};
+  if (segments > 1) partials = workspace.reserve(space, problem.batch * segments * problem.outputs);
+  const Segments cut{segments, segment_length};
+  const auto policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+      space, 0, problem.batch * segments * groups);
+  if (packs) {
+    Kokkos::parallel_for("kpl::gemv::partial_rows", policy,
+                         ThreadPerOutputs<T, width, true>{problem, cut, partials, layout, groups});
+  } else {
+    Kokkos::parallel_for("kpl::gemv::partial_rows", policy,
+                         ThreadPerOutputs<T, width, false>{problem, cut, partials, layout, groups});
+  }
+  if (segments > 1) launch_combine(space, problem, partials, layout, segments, false);
+}
+
+template <class ExecutionSpace, class T, int Rows, int Width>
+void launch_row_blocks(const ExecutionSpace& space, const GemvProblem<T>& problem,
+                       std::int64_t segments_wanted, GemvWorkspace<ExecutionSpace, T>& workspace) {
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
+  const int team_size = host ? 1 : 256;
+  const std::int64_t blocks = (problem.outputs + Rows - 1) / Rows;
+  std::int64_t segments = segments_wanted;
+  if (segments <= 0) {
+    // GPUs: teams to fill the device about four times over; CPUs: four work
+    // items per thread. Segments of at least one pack per thread.
+    const std::int64_t wanted_teams =
+        host ? 4 * space.concurrency() : 4 * space.concurrency() / team_size;
+    segments = std::max<std::int64_t>(
+        1, std::min((wanted_teams + problem.batch * blocks - 1) / (problem.batch * blocks),
+                    problem.length / (std::int64_t(team_size) * Width)));
+  }
+  segments = std::min<std::int64_t>(segments, std::max<std::int64_t>(problem.length / Width, 1));
+  std::int64_t segment_length = (problem.length + segments - 1) / segments;
+  segment_length = (segment_length + Width - 1) / Width * Width;
+  segments = std::max<std::int64_t>(1, (problem.length + segment_length - 1) / segment_length);
+  T* partials = nullptr;
+  // Partial (b, r, s) at ((b * outputs + r) * segments + s): the combining
+  // lanes read adjacent segments.
+  const PartialLayout layout{problem.outputs * segments, segments, 1};
+  if (segments > 1) partials = workspace.reserve(space, problem.batch * problem.outputs * segments);
+  const auto teams = static_cast<int>(problem.batch * segments * blocks);
+  Kokkos::parallel_for("kpl::gemv::partial_rows",
+                       Kokkos::TeamPolicy<ExecutionSpace>(space, teams, team_size, 1),
+                       RowBlockPerTeam<T, Rows, Width, ExecutionSpace>{
+                           problem, Segments{segments, segment_length}, partials, layout, blocks});
+  if (segments > 1) launch_combine(space, problem, partials, layout, segments, true);
+}
+
+// partial_rows on reduction-contiguous data.
+template <class ExecutionSpace, class T>
+void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>& problem,
+                               const GemvOptions& options,
+                               GemvWorkspace<ExecutionSpace, T>& workspace) {
+  constexpr int pack = pack_elements<T>();
+  const bool packs = is_pack_aligned<pack>(problem.matrix, problem.output_stride) &&
+                     is_pack_aligned<pack>(problem.matrix, problem.batch_stride) &&
+                     is_pack_aligned<pack>(problem.x, 1);
+  int rows = options.rows_per_team > 0 ? options.rows_per_team : 16;
+  rows = round_down_to_power_of_two(
+      std::min<int>(rows, int(std::max<std::int64_t>(problem.outputs, 1))), 16);
+  // Outputs that are not a whole number of blocks fall to a smaller block
+  // size only when that wastes less than the pack loop's predication.
+  const std::int64_t segments = options.threads_per_dot;
+  auto launch = [&](auto rows_constant) {
+    constexpr int Rows = decltype(rows_constant)::value;
+    if (packs) {
+      launch_row_blocks<ExecutionSpace, T, Rows, pack>(space, problem, segments, workspace);
+    } else {
+      launch_row_blocks<ExecutionSpace, T, Rows, 1>(space, problem, segments, workspace);
+    }
+  };
+  switch (rows) {
+    case 1:
+      launch(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      launch(std::integral_constant<int, 2>{});
+      break;
+    case 4:
+      launch(std::integral_constant<int, 4>{});
+      break;
+    case 8:
+      launch(std::integral_constant<int, 8>{});
+      break;
+    default:
+      launch(std::integral_constant<int, 16>{});
+      break;
+  }
+}
+
+template <class ExecutionSpace, class T>
+void launch_gemv(const ExecutionSpace& space, const GemvProblem<T>& problem,
+                 const GemvOptions& options, GemvWorkspace<ExecutionSpace, T>& workspace) {
+  if (problem.batch == 0 || problem.outputs == 0) return;
+  if (problem.length == 0 || problem.alpha == T(0)) {
+    launch_scale(space, problem);
+    return;
+  }
+  GemvStrategy strategy = options.strategy;
+  if (strategy == GemvStrategy::automatic) strategy = choose_strategy(space, problem);
+  switch (strategy) {
+    case GemvStrategy::thread_per_row:
+      launch_thread_per_row(space, problem);
+      break;
+    case GemvStrategy::team_per_dot:
+      launch_team_per_dot(space, problem, options);
+      break;
+    default:
+      if (gemv_access(problem) == GemvAccess::reduction_contiguous) {
+        launch_partial_rows_along(space, problem, options, workspace);
+      } else {
+        launch_partial_rows_across(space, problem, options, workspace);
+      }
+  }
+}
+
+template <class ExecutionSpace, class AView, class XView, class YView>
+void check_gemv_views() {
+  static_assert(Kokkos::is_view<AView>::value && Kokkos::is_view<XView>::value &&
+                    Kokkos::is_view<YView>::value,
+                "kpl::gemv takes Kokkos::Views");
+  static_assert(XView::rank == 1, "kpl::gemv: x must be a 1-D View");
+  using T = typename YView::non_const_value_type;
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "kpl::gemv: float or double");
+  static_assert(std::is_same_v<typename AView::non_const_value_type, T> &&
+                    std::is_same_v<typename XView::non_const_value_type, T>,
+                "kpl::gemv: A, x and y must have the same value type");
+  static_assert(!std::is_const_v<typename YView::value_type>, "kpl::gemv: y must be writable");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecutionSpace, typename AView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecutionSpace, typename XView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecutionSpace, typename YView::memory_space>::accessible,
+      "kpl::gemv: A, x and y must be accessible from the execution space");
+}
+
+inline void check_gemv_extents(const char* function, Transpose transpose, std::int64_t rows,
+                               std::int64_t columns, std::int64_t x_length, std::int64_t y_length) {
+  const std::int64_t wanted_x = transpose == Transpose::no ? columns : rows;
+  const std::int64_t wanted_y = transpose == Transpose::no ? rows : columns;
+  if (x_length != wanted_x || y_length != wanted_y) {
+    throw std::invalid_argument(
+        std::string(function) + ": A is " + std::to_string(rows) + " x " + std::to_string(columns) +
+        (transpose == Transpose::no ? " (op N)" : " (op T)") + ", so x needs " +
+        std::to_string(wanted_x) + " and y " + std::to_string(wanted_y) + " elements; got " +
+        std::to_string(x_length) + " and " + std::to_string(y_length));
+  }
+}
+
+}  // namespace detail
+
+// y = alpha * op(A) * x + beta * y on `space` (asynchronous, like any Kokkos
+// kernel). Throws std::invalid_argument when the extents do not match.
+template <class ExecutionSpace, class AView, class XView, class YView>
+void gemv(const ExecutionSpace& space, Transpose transpose, typename YView::const_value_type alpha,
+          const AView& A, const XView& x, typename YView::const_value_type beta, const YView& y,
+          GemvWorkspace<ExecutionSpace, typename YView::non_const_value_type>& workspace,
+          const GemvOptions& options = {}) {
+  detail::check_gemv_views<ExecutionSpace, AView, XView, YView>();
+  static_assert(AView::rank == 2, "kpl::gemv: A must be a 2-D View (gemv_batched takes 3-D)");
+  static_assert(YView::rank == 1, "kpl::gemv: y must be a 1-D View");
+  using T = typename YView::non_const_value_type;
+  const auto rows = static_cast<std::int64_t>(A.extent(0));
+  const auto columns = static_cast<std::int64_t>(A.extent(1));
+  detail::check_gemv_extents("kpl::gemv", transpose, rows, columns, x.extent(0), y.extent(0));
+  if (options.strategy == GemvStrategy::kokkos_kernels) {
+    compat::kokkos_blas_gemv(space, transpose == Transpose::no ? "N" : "T", alpha, A, x, beta, y);
+    return;
+  }
+  const bool normal = transpose == Transpose::no;
+  const detail::GemvProblem<T> problem{A.data(),
+                                       x.data(),
+                                       y.data(),
+                                       1,
+                                       normal ? rows : columns,
+                                       normal ? columns : rows,
+                                       0,
+                                       std::int64_t(normal ? A.stride(0) : A.stride(1)),
+                                       std::int64_t(normal ? A.stride(1) : A.stride(0)),
+                                       std::int64_t(x.stride(0)),
+                                       0,
+                                       std::int64_t(y.stride(0)),
+                                       alpha,
+                                       beta};
+  detail::launch_gemv(space, problem, options, workspace);
+}
+
+template <class ExecutionSpace, class AView, class XView, class YView>
+void gemv(const ExecutionSpace& space, Transpose transpose, typename YView::const_value_type alpha,
+          const AView& A, const XView& x, typename YView::const_value_type beta, const YView& y,
+          const GemvOptions& options = {}) {
+  GemvWorkspace<ExecutionSpace, typename YView::non_const_value_type> workspace;
+  gemv(space, transpose, alpha, A, x, beta, y, workspace, options);
+}
+
+// Y(b, :) = alpha * op(A(b, :, :)) * x + beta * Y(b, :) for every b: one x
+// shared by a batch of matrices, in one launch (kokkos_kernels: one
+// KokkosBlas::gemv per matrix). A is [batch, m, n] in any layout, so a stacked
+// column-major [n, batch * k] matrix viewed as [batch, n, k] with strides
+// (n * k, 1, n) is a batch too.
+template <class ExecutionSpace, class AView, class XView, class YView>
+void gemv_batched(const ExecutionSpace& space, Transpose transpose,
+                  typename YView::const_value_type alpha, const AView& A, const XView& x,
+                  typename YView::const_value_type beta, const YView& Y,
+                  GemvWorkspace<ExecutionSpace, typename YView::non_const_value_type>& workspace,
+                  const GemvOptions& options = {}) {
+  detail::check_gemv_views<ExecutionSpace, AView, XView, YView>();
+  static_assert(AView::rank == 3, "kpl::gemv_batched: A must be a 3-D View [batch, m, n]");
+  static_assert(YView::rank == 2, "kpl::gemv_batched: Y must be a 2-D View [batch, length]");
+  using T = typename YView::non_const_value_type;
+  const auto batch = static_cast<std::int64_t>(A.extent(0));
+  const auto rows = static_cast<std::int64_t>(A.extent(1));
+  const auto columns = static_cast<std::int64_t>(A.extent(2));
+  if (static_cast<std::int64_t>(Y.extent(0)) != batch) {
+    throw std::invalid_argument("kpl::gemv_batched: A holds " + std::to_string(batch) +
+                                " matrices but Y " + std::to_string(Y.extent(0)) + " rows");
+  }
+  detail::check_gemv_extents("kpl::gemv_batched", transpose, rows, columns, x.extent(0),
+                             Y.extent(1));
+  if (options.strategy == GemvStrategy::kokkos_kernels) {
+    for (std::int64_t b = 0; b < batch; ++b) {
+      compat::kokkos_blas_gemv(space, transpose == Transpose::no ? "N" : "T", alpha,
+                               Kokkos::subview(A, b, Kokkos::ALL, Kokkos::ALL), x, beta,
+                               Kokkos::subview(Y, b, Kokkos::ALL));
+    }
+    return;
+  }
+  const bool normal = transpose == Transpose::no;
+  const detail::GemvProblem<T> problem{A.data(),
+                                       x.data(),
+                                       Y.data(),
+                                       batch,
+                                       normal ? rows : columns,
+                                       normal ? columns : rows,
+                                       std::int64_t(A.stride(0)),
+                                       std::int64_t(normal ? A.stride(1) : A.stride(2)),
+                                       std::int64_t(normal ? A.stride(2) : A.stride(1)),
+                                       std::int64_t(x.stride(0)),
+                                       std::int64_t(Y.stride(0)),
+                                       std::int64_t(Y.stride(1)),
+                                       alpha,
+                                       beta};
+  detail::launch_gemv(space, problem, options, workspace);
+}
+
+template <class ExecutionSpace, class AView, class XView, class YView>
+void gemv_batched(const ExecutionSpace& space, Transpose transpose,
+                  typename YView::const_value_type alpha, const AView& A, const XView& x,
+                  typename YView::const_value_type beta, const YView& Y,
+                  const GemvOptions& options = {}) {
+  GemvWorkspace<ExecutionSpace, typename YView::non_const_value_type> workspace;
+  gemv_batched(space, transpose, alpha, A, x, beta, Y, workspace, options);
+}
+
+}  // namespace kpl
