@@ -172,17 +172,26 @@ void run_case(Layout layout, Shape shape, Transpose transpose, double alpha, dou
   Kokkos::View<T*, Kokkos::LayoutStride, Memory> y(
       y_storage.data() + offset, Kokkos::LayoutStride(std::size_t(y_length), vector_stride));
 
-  auto A_host = Kokkos::create_mirror_view(A);
+  // The same strided Views over host copies of the storage: elements are set
+  // there and the storage copied whole (a non-contiguous View cannot be
+  // deep-copied between memory spaces).
+  auto a_storage_host = Kokkos::create_mirror_view(a_storage);
+  auto x_storage_host = Kokkos::create_mirror_view(x_storage);
+  auto y_storage_host = Kokkos::create_mirror_view(y_storage);
+  Kokkos::View<T**, Kokkos::LayoutStride, Kokkos::HostSpace> A_host(
+      a_storage_host.data() + a_offset, A.layout());
+  Kokkos::View<T*, Kokkos::LayoutStride, Kokkos::HostSpace> x_host(x_storage_host.data() + offset,
+                                                                   x.layout());
+  Kokkos::View<T*, Kokkos::LayoutStride, Kokkos::HostSpace> y_host(y_storage_host.data() + offset,
+                                                                   y.layout());
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < columns; ++j) A_host(i, j) = a_values[i * columns + j];
-  auto x_host = Kokkos::create_mirror_view(x);
   for (std::int64_t i = 0; i < x_length; ++i) x_host(i) = x_values[i];
-  auto y_host = Kokkos::create_mirror_view(y);
   for (std::int64_t i = 0; i < y_length; ++i)
     y_host(i) = beta == 0 ? std::numeric_limits<T>::quiet_NaN() : y_values[i];
-  Kokkos::deep_copy(A, A_host);
-  Kokkos::deep_copy(x, x_host);
-  Kokkos::deep_copy(y, y_host);
+  Kokkos::deep_copy(a_storage, a_storage_host);
+  Kokkos::deep_copy(x_storage, x_storage_host);
+  Kokkos::deep_copy(y_storage, y_storage_host);
 
   // The View types users hold: LayoutLeft / LayoutRight Views where the
   // layout allows, LayoutStride otherwise.
@@ -195,7 +204,7 @@ void run_case(Layout layout, Shape shape, Transpose transpose, double alpha, dou
     kpl::gemv(space, transpose, T(alpha), A_typed, x_typed, T(beta), y_typed, options);
   }
   space.fence();
-  Kokkos::deep_copy(y_host, y);
+  Kokkos::deep_copy(y_storage_host, y_storage);
   expect_matches(host, transpose, alpha, beta, y_host, tolerance<T>());
 }
 
@@ -297,6 +306,50 @@ void check_overrides() {
 }
 
 KPL_EXECUTION_SPACE_TEST(Gemv, OverriddenTeamShapes) { check_overrides<TypeParam>(); }
+
+// One workspace across many calls of different shapes and segment counts:
+// the partial-rows kernels' partial sums and arrival counters must be left
+// ready for the next call (a counter not reset shows as a wrong y).
+template <class ExecutionSpace>
+void check_workspace_reuse() {
+  using Memory = typename ExecutionSpace::memory_space;
+  const ExecutionSpace space;
+  kpl::GemvWorkspace<ExecutionSpace, double> workspace;
+  std::uint64_t seed = 8000;
+  for (int round = 0; round < 3; ++round) {
+    for (const Shape& shape : std::vector<Shape>{{4096, 16}, {1000, 37}, {20000, 3}, {513, 4097}}) {
+      for (int segments : {0, 5, 64}) {
+        SCOPED_TRACE("round " + std::to_string(round) + " " + std::to_string(shape.rows) + "x" +
+                     std::to_string(shape.columns) + " P " + std::to_string(segments));
+        const auto a_values = uniform<double>(shape.rows * shape.columns, seed++);
+        const auto x_values = uniform<double>(shape.rows, seed++);
+        Kokkos::View<double**, Kokkos::LayoutLeft, Memory> A("A", shape.rows, shape.columns);
+        Kokkos::View<double*, Memory> x("x", shape.rows), y("y", shape.columns);
+        auto A_host = Kokkos::create_mirror_view(A);
+        auto x_host = Kokkos::create_mirror_view(x);
+        for (std::int64_t i = 0; i < shape.rows; ++i) {
+          x_host(i) = x_values[i];
+          for (std::int64_t j = 0; j < shape.columns; ++j)
+            A_host(i, j) = a_values[i * shape.columns + j];
+        }
+        Kokkos::deep_copy(A, A_host);
+        Kokkos::deep_copy(x, x_host);
+        kpl::gemv(space, Transpose::yes, 1.0, A, x, 0.0, y, workspace,
+                  GemvOptions{GemvStrategy::partial_rows, segments, 0});
+        space.fence();
+        auto result = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+        HostProblem host{shape.rows,
+                         shape.columns,
+                         {a_values.begin(), a_values.end()},
+                         {x_values.begin(), x_values.end()},
+                         std::vector<double>(shape.columns)};
+        expect_matches(host, Transpose::yes, 1.0, 0.0, result, tolerance<double>());
+      }
+    }
+  }
+}
+
+KPL_EXECUTION_SPACE_TEST(Gemv, WorkspaceReuse) { check_workspace_reuse<TypeParam>(); }
 
 // gemv_batched: [batch, m, n] in three layouts (the last being a stacked
 // column-major matrix [m, batch * n] seen as a batch), each block checked

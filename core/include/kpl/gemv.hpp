@@ -99,23 +99,36 @@ inline GemvStrategy gemv_strategy_from_string(std::string_view name) {
                               "kokkos-kernels)");
 }
 
-// Device memory for partial sums, grown on demand and kept between calls.
+// Device memory for partial sums and the counters of the partial-rows
+// kernel, grown on demand and kept between calls. One workspace serves one
+// stream of calls at a time (calls on different execution-space instances
+// that may overlap need a workspace each).
 template <class ExecutionSpace, class T>
 class GemvWorkspace {
  public:
-  // The first `elements` entries, reallocated only when too small.
+  // The first `elements` partial sums, reallocated only when too small.
   T* reserve(const ExecutionSpace& space, std::int64_t elements) {
-    if (static_cast<std::int64_t>(storage_.extent(0)) < elements) {
-      storage_ = decltype(storage_)();
-      storage_ = decltype(storage_)(
+    if (static_cast<std::int64_t>(partials_.extent(0)) < elements) {
+      partials_ = decltype(partials_)();
+      partials_ = decltype(partials_)(
           Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gemv::partials"),
           static_cast<std::size_t>(elements));
     }
-    return storage_.data();
+    return partials_.data();
+  }
+  // `count` counters, zero on return; kernels leave them at zero.
+  int* counters(const ExecutionSpace& space, std::int64_t count) {
+    if (static_cast<std::int64_t>(counters_.extent(0)) < count) {
+      counters_ = decltype(counters_)();
+      counters_ = decltype(counters_)(Kokkos::view_alloc(space, "kpl::gemv::arrivals"),
+                                      static_cast<std::size_t>(count));
+    }
+    return counters_.data();
   }
 
  private:
-  Kokkos::View<T*, typename ExecutionSpace::memory_space> storage_;
+  Kokkos::View<T*, typename ExecutionSpace::memory_space> partials_;
+  Kokkos::View<int*, typename ExecutionSpace::memory_space> counters_;
 };
 
 namespace detail {
@@ -166,18 +179,11 @@ void launch_scale(const ExecutionSpace& space, const GemvProblem<T>& problem) {
 
 template <class ExecutionSpace, class T>
 void launch_combine(const ExecutionSpace& space, const GemvProblem<T>& problem, const T* partials,
-                    const PartialLayout& layout, std::int64_t segments, bool lanes_over_segments) {
-  constexpr bool host = runs_on_host_v<ExecutionSpace>;
-  const int vector_length =
-      host || !lanes_over_segments
-          ? 1
-          : round_down_to_power_of_two(int(std::min<std::int64_t>(segments, 32)), 32);
-  const int team_size = host ? 1 : 256 / vector_length;
-  const std::int64_t outputs = problem.batch * problem.outputs;
-  const auto teams = static_cast<int>((outputs + team_size - 1) / team_size);
+                    const PartialLayout& layout, std::int64_t segments) {
   Kokkos::parallel_for("kpl::gemv::combine_partials",
-                       Kokkos::TeamPolicy<ExecutionSpace>(space, teams, team_size, vector_length),
-                       GemvCombinePartials<T, ExecutionSpace>{problem, partials, layout, segments});
+                       Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                           space, 0, problem.batch * problem.outputs),
+                       GemvCombinePartials<T>{problem, partials, layout, segments});
 }
 
 template <class ExecutionSpace, class T>
@@ -199,7 +205,7 @@ void launch_team_per_dot(const ExecutionSpace& space, const GemvProblem<T>& prob
   const bool packs = pack > 1 && gemv_access(problem) == GemvAccess::reduction_contiguous &&
                      is_pack_aligned<pack>(problem.matrix, problem.output_stride) &&
                      is_pack_aligned<pack>(problem.matrix, problem.batch_stride) &&
-                     is_pack_aligned<pack>(problem.x, 1);
+                     is_pack_aligned<pack>(problem.x, pack);
   // P: enough lanes to cover the dot product in one pass of packs, at most a warp.
   int lanes = options.threads_per_dot;
   if (lanes <= 0) {
@@ -212,7 +218,7 @@ void launch_team_per_dot(const ExecutionSpace& space, const GemvProblem<T>& prob
     // M': 256 threads a team on GPUs unless the caller says otherwise, never
     // more than the backend allows.
     const int largest = Kokkos::TeamPolicy<ExecutionSpace>(space, 1, 1, lanes)
-                            .team_size_max(Functor{problem, 1}, Kokkos::ParallelForTag());
+                            .team_size_max(Functor{problem, 1, lanes}, Kokkos::ParallelForTag());
     const int rows_per_team = std::clamp(
         options.rows_per_team > 0 ? options.rows_per_team : (host ? 1 : 256 / lanes), 1, largest);
     const std::int64_t teams_per_batch = (problem.outputs + rows_per_team - 1) / rows_per_team;
@@ -220,7 +226,7 @@ void launch_team_per_dot(const ExecutionSpace& space, const GemvProblem<T>& prob
         "kpl::gemv::team_per_dot",
         Kokkos::TeamPolicy<ExecutionSpace>(space, static_cast<int>(problem.batch * teams_per_batch),
                                            rows_per_team, lanes),
-        Functor{problem, teams_per_batch});
+        Functor{problem, teams_per_batch, lanes});
   };
   if (packs) {
     launch(type_tag<LanesPerDot<T, pack, ExecutionSpace>>{});
@@ -271,40 +277,44 @@ void launch_partial_rows_across(const ExecutionSpace& space, const GemvProblem<T
     Kokkos::parallel_for("kpl::gemv::partial_rows", policy,
                          ThreadPerOutputs<T, width, false>{problem, cut, partials, layout, groups});
   }
-  if (segments > 1) launch_combine(space, problem, partials, layout, segments, false);
+  if (segments > 1) launch_combine(space, problem, partials, layout, segments);
 }
 
 template <class ExecutionSpace, class T, int Rows, int Width>
 void launch_row_blocks(const ExecutionSpace& space, const GemvProblem<T>& problem,
                        std::int64_t segments_wanted, GemvWorkspace<ExecutionSpace, T>& workspace) {
   constexpr bool host = runs_on_host_v<ExecutionSpace>;
-  const int team_size = host ? 1 : 256;
+  const int team_size = host ? 1 : 128;
   const std::int64_t blocks = (problem.outputs + Rows - 1) / Rows;
   std::int64_t segments = segments_wanted;
   if (segments <= 0) {
-    // GPUs: teams to fill the device about four times over; CPUs: four work
-    // items per thread. Segments of at least one pack per thread.
-    const std::int64_t wanted_teams =
-        host ? 4 * space.concurrency() : 4 * space.concurrency() / team_size;
+    // GPUs: about one team per 256 threads the device holds, but at least
+    // eight packs per thread, so the team's closing reduction is paid
+    // rarely (H100: one pack per thread ran at 0.5 TB/s, eight at ...).
+    // CPUs: four work items per thread.
+    const std::int64_t wanted_teams = host ? 4 * space.concurrency() : space.concurrency() / 256;
+    const std::int64_t most = problem.length / (std::int64_t(team_size) * Width * (host ? 1 : 8));
     segments = std::max<std::int64_t>(
-        1, std::min((wanted_teams + problem.batch * blocks - 1) / (problem.batch * blocks),
-                    problem.length / (std::int64_t(team_size) * Width)));
+        1, std::min((wanted_teams + problem.batch * blocks - 1) / (problem.batch * blocks), most));
   }
   segments = std::min<std::int64_t>(segments, std::max<std::int64_t>(problem.length / Width, 1));
   std::int64_t segment_length = (problem.length + segments - 1) / segments;
   segment_length = (segment_length + Width - 1) / Width * Width;
   segments = std::max<std::int64_t>(1, (problem.length + segment_length - 1) / segment_length);
   T* partials = nullptr;
-  // Partial (b, r, s) at ((b * outputs + r) * segments + s): the combining
-  // lanes read adjacent segments.
+  int* arrivals = nullptr;
+  // Partial (b, r, s) at ((b * outputs + r) * segments + s): the last team
+  // of a block reads adjacent segments.
   const PartialLayout layout{problem.outputs * segments, segments, 1};
-  if (segments > 1) partials = workspace.reserve(space, problem.batch * problem.outputs * segments);
+  if (segments > 1) {
+    partials = workspace.reserve(space, problem.batch * problem.outputs * segments);
+    arrivals = workspace.counters(space, problem.batch * blocks);
+  }
   const auto teams = static_cast<int>(problem.batch * segments * blocks);
-  Kokkos::parallel_for("kpl::gemv::partial_rows",
-                       Kokkos::TeamPolicy<ExecutionSpace>(space, teams, team_size, 1),
-                       RowBlockPerTeam<T, Rows, Width, ExecutionSpace>{
-                           problem, Segments{segments, segment_length}, partials, layout, blocks});
-  if (segments > 1) launch_combine(space, problem, partials, layout, segments, true);
+  Kokkos::parallel_for(
+      "kpl::gemv::partial_rows", Kokkos::TeamPolicy<ExecutionSpace>(space, teams, team_size, 1),
+      RowBlockPerTeam<T, Rows, Width, ExecutionSpace>{problem, Segments{segments, segment_length},
+                                                      partials, layout, arrivals, blocks});
 }
 
 // partial_rows on reduction-contiguous data.
@@ -315,7 +325,7 @@ void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>
   constexpr int pack = pack_elements<T>();
   const bool packs = is_pack_aligned<pack>(problem.matrix, problem.output_stride) &&
                      is_pack_aligned<pack>(problem.matrix, problem.batch_stride) &&
-                     is_pack_aligned<pack>(problem.x, 1);
+                     is_pack_aligned<pack>(problem.x, pack);
   int rows = options.rows_per_team > 0 ? options.rows_per_team : 16;
   rows = round_down_to_power_of_two(
       std::min<int>(rows, int(std::max<std::int64_t>(problem.outputs, 1))), 16);

@@ -131,19 +131,25 @@ struct ThreadPerOutputs {
         x += problem.x_stride;
       }
     } else {
-      for (int w = 0; w < count; ++w) {
-        const T* element = problem.row(b, first_output + w) + begin * problem.length_stride;
-        for (std::int64_t c = begin; c < end; ++c) {
-          sum[w] += *element * problem.x[c * problem.x_stride];
-          element += problem.length_stride;
+      // Loops bounded by the constant Width with a predicate, not by count:
+      // sum[] then stays in registers on GPUs instead of local memory.
+      for (int w = 0; w < Width; ++w) {
+        if (w < count) {
+          const T* element = problem.row(b, first_output + w) + begin * problem.length_stride;
+          for (std::int64_t c = begin; c < end; ++c) {
+            sum[w] += *element * problem.x[c * problem.x_stride];
+            element += problem.length_stride;
+          }
         }
       }
     }
-    for (int w = 0; w < count; ++w) {
-      if (segments.count == 1) {
-        problem.store(b, first_output + w, sum[w]);
-      } else {
-        partials[partial_layout.at(b, first_output + w, segment)] = sum[w];
+    for (int w = 0; w < Width; ++w) {
+      if (w < count) {
+        if (segments.count == 1) {
+          problem.store(b, first_output + w, sum[w]);
+        } else {
+          partials[partial_layout.at(b, first_output + w, segment)] = sum[w];
+        }
       }
     }
   }
@@ -160,6 +166,7 @@ struct LanesPerDot {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   GemvProblem<T> problem;
   std::int64_t teams_per_batch;
+  int lanes;  // the team's vector length, P
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const std::int64_t b = member.league_rank() / teams_per_batch;
@@ -169,24 +176,37 @@ struct LanesPerDot {
     const T* row = problem.row(b, r);
     T dot = T(0);
     if constexpr (Width > 1) {
+      // Lane l takes packs l, l + P, l + 2P, ...; four at a time with separate
+      // sums, so each lane has four loads in flight on long rows.
       const std::int64_t packs = problem.length / Width;
+      const std::int64_t stride = lanes;
       Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, packs),
-          [&](const std::int64_t p, T& partial) {
-            const auto a = load_pack<Width>(row + p * Width);
-            const auto x = load_pack<Width>(problem.x + p * Width);
-            for (int w = 0; w < Width; ++w) partial += a.value[w] * x.value[w];
+          Kokkos::ThreadVectorRange(member, lanes),
+          [&](const int lane, T& partial) {
+            T sums[4] = {T(0), T(0), T(0), T(0)};
+            std::int64_t p = lane;
+            for (; p + 3 * stride < packs; p += 4 * stride) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#pragma unroll
+#endif
+              for (int u = 0; u < 4; ++u) {
+                const auto a = load_pack<Width>(row + (p + u * stride) * Width);
+                const auto x = load_pack<Width>(problem.x + (p + u * stride) * Width);
+                for (int w = 0; w < Width; ++w) sums[u] += a.value[w] * x.value[w];
+              }
+            }
+            for (; p < packs; p += stride) {
+              const auto a = load_pack<Width>(row + p * Width);
+              const auto x = load_pack<Width>(problem.x + p * Width);
+              for (int w = 0; w < Width; ++w) sums[0] += a.value[w] * x.value[w];
+            }
+            // Terms after the last whole pack.
+            for (std::int64_t c = packs * Width + lane; c < problem.length; c += stride) {
+              sums[0] += row[c] * problem.x[c];
+            }
+            partial += (sums[0] + sums[1]) + (sums[2] + sums[3]);
           },
           dot);
-      T tail = T(0);
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, problem.length - packs * Width),
-          [&](const std::int64_t t, T& partial) {
-            const std::int64_t c = packs * Width + t;
-            partial += row[c] * problem.x[c];
-          },
-          tail);
-      dot += tail;
     } else {
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(member, problem.length),
@@ -233,6 +253,7 @@ struct RowBlockPerTeam {
   Segments segments;  // segments.length is a multiple of Width
   T* partials;
   PartialLayout partial_layout;
+  int* arrivals;        // per (batch entry, block): teams done; zero between calls
   std::int64_t blocks;  // ceil(outputs / Rows)
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -252,74 +273,95 @@ struct RowBlockPerTeam {
     const T* first_row = problem.row(b, first_output) + begin;
     const T* x = problem.x + begin;
 
-    T sums[Rows][Width];
-    for (int i = 0; i < Rows; ++i)
-      for (int w = 0; w < Width; ++w) sums[i][w] = T(0);
+    // One running sum per row; every loop runs to the constant Rows with a
+    // predicate, so the sums stay in registers on GPUs.
+    RowSums<T, Rows> mine;
+    for (int i = 0; i < Rows; ++i) mine.value[i] = T(0);
     for (std::int64_t p = member.team_rank(); p < whole_packs; p += member.team_size()) {
       const auto x_pack = load_pack<Width>(x + p * Width);
-      if (rows == Rows) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #pragma unroll
 #endif
-        for (int i = 0; i < Rows; ++i) {
+      for (int i = 0; i < Rows; ++i) {
+        if (i < rows) {
           const auto a = load_pack<Width>(first_row + i * problem.output_stride + p * Width);
-          for (int w = 0; w < Width; ++w) sums[i][w] += a.value[w] * x_pack.value[w];
-        }
-      } else {
-        for (int i = 0; i < rows; ++i) {
-          const auto a = load_pack<Width>(first_row + i * problem.output_stride + p * Width);
-          for (int w = 0; w < Width; ++w) sums[i][w] += a.value[w] * x_pack.value[w];
+          T sum = a.value[0] * x_pack.value[0];
+          for (int w = 1; w < Width; ++w) sum += a.value[w] * x_pack.value[w];
+          mine.value[i] += sum;
         }
       }
     }
     // Terms after the last whole pack (only in the last segment).
     for (std::int64_t c = begin + whole_packs * Width + member.team_rank(); c < end;
          c += member.team_size()) {
-      for (int i = 0; i < rows; ++i) {
-        sums[i][0] += problem.row(b, first_output + i)[c] * problem.x[c];
+      for (int i = 0; i < Rows; ++i) {
+        if (i < rows) mine.value[i] += problem.row(b, first_output + i)[c] * problem.x[c];
       }
     }
-    RowSums<T, Rows> mine;
-    for (int i = 0; i < Rows; ++i) {
-      T sum = T(0);
-      for (int w = 0; w < Width; ++w) sum += sums[i][w];
-      mine.value[i] = sum;
-    }
-    const RowSums<T, Rows> team_sums = kpl::team_reduce(member, RowSumsOp<T, Rows>{}, mine);
-    // Spread the stores over the team's threads.
-    for (int i = member.team_rank(); i < rows; i += member.team_size()) {
-      if (segments.count == 1) {
-        problem.store(b, first_output + i, team_sums.value[i]);
-      } else {
-        partials[partial_layout.at(b, first_output + i, segment)] = team_sums.value[i];
+    RowSums<T, Rows> team_sums = kpl::team_reduce(member, RowSumsOp<T, Rows>{}, mine);
+    if (segments.count > 1) {
+      // §3.2.3's partial matrix, reduced without a second kernel: every team
+      // writes its column of partial sums, and the last team of a block to
+      // arrive (an atomic count per block) adds the block's columns in
+      // segment order and writes y. A second launch cost more than this
+      // whole kernel for the GAM's tall, skinny B^T g (perf/RESULTS.md).
+      bool last = false;
+      Kokkos::single(
+          Kokkos::PerTeam(member),
+          [&](bool& is_last) {
+            for (int i = 0; i < Rows; ++i) {
+              if (i < rows)
+                partials[partial_layout.at(b, first_output + i, segment)] = team_sums.value[i];
+            }
+            Kokkos::memory_fence();  // partials visible before the count
+            int* count = arrivals + b * blocks + block;
+            is_last = Kokkos::atomic_fetch_add(count, 1) == segments.count - 1;
+          },
+          last);
+      if (!last) return;
+      Kokkos::memory_fence();
+      // Other teams' partials: volatile reads bypass this SM's L1 cache.
+      const volatile T* column = partials;
+      RowSums<T, Rows> totals;
+      for (int i = 0; i < Rows; ++i) totals.value[i] = T(0);
+      for (std::int64_t s = member.team_rank(); s < segments.count; s += member.team_size()) {
+        for (int i = 0; i < Rows; ++i) {
+          if (i < rows) totals.value[i] += column[partial_layout.at(b, first_output + i, s)];
+        }
       }
+      team_sums = kpl::team_reduce(member, RowSumsOp<T, Rows>{}, totals);
     }
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      for (int i = 0; i < Rows; ++i) {
+        if (i < rows) problem.store(b, first_output + i, team_sums.value[i]);
+      }
+      if (segments.count > 1) arrivals[b * blocks + block] = 0;  // ready for the next call
+    });
   }
 };
 
 // ---------------------------------------------------------------------------
 // Second kernel of §3.2.3: y(b, r) = alpha * sum_s partials(b, r, s) +
-// beta * y(b, r); one thread per output, its vector lanes over segments.
-template <class T, class ExecutionSpace>
+// beta * y(b, r), one thread per output. Four running sums keep four loads
+// in flight: a single chain of dependent adds over L2-latency loads cost
+// tens of microseconds for ~100 segments on the H100.
+template <class T>
 struct GemvCombinePartials {
-  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   GemvProblem<T> problem;
   const T* partials;
   PartialLayout partial_layout;
   std::int64_t segments;
 
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    const std::int64_t output =
-        std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
-    if (output >= problem.batch * problem.outputs) return;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t output) const {
     const std::int64_t b = output / problem.outputs;
     const std::int64_t r = output - b * problem.outputs;
-    T sum = T(0);
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, segments),
-        [&](const std::int64_t s, T& partial) { partial += partials[partial_layout.at(b, r, s)]; },
-        sum);
-    Kokkos::single(Kokkos::PerThread(member), [&] { problem.store(b, r, sum); });
+    T sums[4] = {T(0), T(0), T(0), T(0)};
+    std::int64_t s = 0;
+    for (; s + 3 < segments; s += 4) {
+      for (int u = 0; u < 4; ++u) sums[u] += partials[partial_layout.at(b, r, s + u)];
+    }
+    for (; s < segments; ++s) sums[0] += partials[partial_layout.at(b, r, s)];
+    problem.store(b, r, (sums[0] + sums[1]) + (sums[2] + sums[3]));
   }
 };
 
