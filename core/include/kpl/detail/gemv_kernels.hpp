@@ -22,6 +22,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kpl::detail {
 
@@ -277,19 +278,30 @@ struct RowBlockPerTeam {
     // predicate, so the sums stay in registers on GPUs.
     RowSums<T, Rows> mine;
     for (int i = 0; i < Rows; ++i) mine.value[i] = T(0);
-    for (std::int64_t p = member.team_rank(); p < whole_packs; p += member.team_size()) {
-      const auto x_pack = load_pack<Width>(x + p * Width);
+    auto accumulate = [&](auto full_block) {
+      constexpr bool full = decltype(full_block)::value;
+      for (std::int64_t p = member.team_rank(); p < whole_packs; p += member.team_size()) {
+        const auto x_pack = load_pack<Width>(x + p * Width);
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #pragma unroll
 #endif
-      for (int i = 0; i < Rows; ++i) {
-        if (i < rows) {
-          const auto a = load_pack<Width>(first_row + i * problem.output_stride + p * Width);
-          T sum = a.value[0] * x_pack.value[0];
-          for (int w = 1; w < Width; ++w) sum += a.value[w] * x_pack.value[w];
-          mine.value[i] += sum;
+        for (int i = 0; i < Rows; ++i) {
+          if (full || i < rows) {
+            const auto a = load_pack<Width>(first_row + i * problem.output_stride + p * Width);
+            T sum = a.value[0] * x_pack.value[0];
+            for (int w = 1; w < Width; ++w) sum += a.value[w] * x_pack.value[w];
+            mine.value[i] += sum;
+          }
         }
       }
+    };
+    // A whole block has no per-row test: branches between the loads would
+    // make each wait for the previous one's use (H100: 78 us instead of
+    // ... for n = 1e6, k = 16, float).
+    if (rows == Rows) {
+      accumulate(std::true_type{});
+    } else {
+      accumulate(std::false_type{});
     }
     // Terms after the last whole pack (only in the last segment).
     for (std::int64_t c = begin + whole_packs * Width + member.team_rank(); c < end;
