@@ -296,8 +296,9 @@ struct RowBlockPerTeam {
       }
     };
     // A whole block has no per-row test: branches between the loads would
-    // make each wait for the previous one's use (H100: 78 us instead of
-    // ... for n = 1e6, k = 16, float).
+    // make each wait for the previous one's use (H100, n = 1e6, k = 16,
+    // float: 78 us with per-row tests and 8 packs per thread, 45 us
+    // without them and 4 packs per thread).
     if (rows == Rows) {
       accumulate(std::true_type{});
     } else {
