@@ -154,8 +154,8 @@ inline int round_down_to_power_of_two(int value, int limit) {
 // ThreadPerOutputs with packs (partial_rows, segmented only when there are
 // too few outputs to fill the device); reduction-contiguous data with few
 // outputs (tall, skinny B^T g) to the row-block kernel of partial_rows, with
-// many outputs to team_per_dot. CPUs: the same split; a CPU thread is fast
-// enough alone that team_per_dot never helps.
+// many outputs to team_per_dot. CPUs: always partial_rows (a CPU thread
+// needs no lanes to share a dot product).
 template <class ExecutionSpace, class T>
 GemvStrategy choose_strategy(const ExecutionSpace& space, const GemvProblem<T>& problem) {
   constexpr bool host = runs_on_host_v<ExecutionSpace>;
@@ -334,8 +334,6 @@ void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>
   int rows = options.rows_per_team > 0 ? options.rows_per_team : 16;
   rows = round_down_to_power_of_two(
       std::min<int>(rows, int(std::max<std::int64_t>(problem.outputs, 1))), 16);
-  // Outputs that are not a whole number of blocks fall to a smaller block
-  // size only when that wastes less than the pack loop's predication.
   const std::int64_t segments = options.threads_per_dot;
   auto launch = [&](auto rows_constant) {
     constexpr int Rows = decltype(rows_constant)::value;
