@@ -1,0 +1,563 @@
+// The batched NNLS kernel: one Kokkos team solves one system by the
+// Lawson–Hanson active-set method (Luo & Duraiswami 2011, Algorithm 1) with
+// the passive least-squares problem kept as a QR factorisation that is
+// updated when a column enters and downdated when one leaves. Users call
+// kpl::nnls (kpl/nnls.hpp); this header is the machinery.
+//
+// Storage per system (§5.3): Q is m x max_passive, one column per passive
+// column in the order the columns entered (the reordered list P-hat of
+// Algorithm 2: a new column is appended at the right, so no existing column
+// is re-orthogonalised); R is max_passive x max_passive, upper triangular in
+// the same order; u = Q^T b. Only passive-list entries and R's columns to
+// the right of a leaving column shift (O(k^2) words); Q's columns never move:
+// the Givens rotations that restore R's triangle rewrite them in place.
+//
+// Work division (§5.1): one team per system; row-wise work (one element per
+// row: residuals, Q updates) runs over all threads and vector lanes of the
+// team; column-wise dot products (the gradient w = A^T r, Q^T a) give each
+// thread a column and its vector lanes the rows, so loads coalesce on GPUs.
+// On CPUs a team is one thread and every loop is a plain loop.
+#pragma once
+
+#include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/reduce.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kpl {
+
+// Why a system's solve stopped; the value is what `kpl nnls` writes.
+enum class NnlsStatus : int {
+  converged = 0,         // no zero-set gradient above the tolerance: KKT hold
+  max_iterations = 1,    // the iteration cap was reached first
+  numerical_issue = 2,   // NaN/Inf in the input or the solve broke down
+  passive_set_full = 3,  // a column should enter but the passive cap is reached
+};
+
+// Rows [begin, end) in which a column may be non-zero; sources of banded
+// matrices (Toeplitz deconvolution) return their band so the dot products
+// skip the zeros.
+struct RowRange {
+  std::int64_t begin;
+  std::int64_t end;
+};
+
+namespace detail {
+
+// Everything one team needs about its system's workspace.
+template <class T>
+struct NnlsSystemStorage {
+  T* q;                // [max_passive][rows], column j at q + j * rows
+  T* r;                // [max_passive][max_passive], column-major
+  T* q_transpose_b;    // u, [max_passive]
+  T* solution;         // z, [max_passive], the passive least-squares solution
+  T* right_hand_side;  // back-substitution scratch, [max_passive]
+  T* residual;         // b - A x, [rows]
+  T* candidate;        // the entering column as it is orthogonalised, [rows]
+  T* gradient;         // w = A^T (b - A x), [columns]
+  int* passive;        // passive[p]: the column at position p of P-hat
+  int* position;       // position[j]: j's place in P-hat, or not_passive / rejected
+};
+
+template <class T>
+struct NnlsParameters {
+  std::int64_t systems;
+  std::int64_t rows;
+  std::int64_t columns;
+  int max_passive;
+  int max_iterations;
+  T tolerance;                    // < 0: default_tolerance_factor x ||A||_1, per system
+  T default_tolerance_factor;     // 10 eps max(m, n), as MATLAB's lsqnonneg
+  T not_a_number;                 // host-made: numeric_limits is not callable on devices
+  T dependence_threshold;         // reject a column whose new R diagonal is below this x its norm
+  bool modified_gram_schmidt;     // false: classical Gram-Schmidt applied twice
+  bool passive_capped_by_caller;  // max_passive < min(rows, columns)
+};
+
+template <class T>
+struct NnlsOutputs {
+  T* x;  // [systems][columns]
+  std::int64_t x_system_stride, x_column_stride;
+  T* residual_norm;  // [systems]
+  int* iterations;   // [systems]
+  int* status;       // [systems]
+};
+
+template <class T>
+struct NnlsWorkspacePointers {
+  T* values;  // per system: values_per_system() values
+  int* indices;
+  std::int64_t values_per_system;
+  std::int64_t indices_per_system;
+
+  KOKKOS_INLINE_FUNCTION static std::int64_t values_needed(std::int64_t rows, std::int64_t columns,
+                                                           std::int64_t max_passive) {
+    return max_passive * rows + max_passive * max_passive + 3 * max_passive + 2 * rows + columns;
+  }
+  KOKKOS_INLINE_FUNCTION static std::int64_t indices_needed(std::int64_t columns,
+                                                            std::int64_t max_passive) {
+    return max_passive + columns;
+  }
+  KOKKOS_INLINE_FUNCTION NnlsSystemStorage<T> system(std::int64_t s, std::int64_t rows,
+                                                     std::int64_t max_passive) const {
+    T* v = values + s * values_per_system;
+    int* i = indices + s * indices_per_system;
+    NnlsSystemStorage<T> storage;
+    storage.q = v;
+    v += max_passive * rows;
+    storage.r = v;
+    v += max_passive * max_passive;
+    storage.q_transpose_b = v;
+    v += max_passive;
+    storage.solution = v;
+    v += max_passive;
+    storage.right_hand_side = v;
+    v += max_passive;
+    storage.residual = v;
+    v += rows;
+    storage.candidate = v;
+    v += rows;
+    storage.gradient = v;
+    storage.passive = i;
+    storage.position = i + max_passive;
+    return storage;
+  }
+};
+
+inline constexpr int not_passive = -1;
+inline constexpr int rejected = -2;  // excluded until the passive set next grows
+
+// One team per system. Columns is a column source (kpl/nnls.hpp):
+//   T operator()(system, row, column) const;  RowRange rows_of(system, column) const;
+template <class T, class Columns, class ExecutionSpace>
+struct NnlsTeamSolve {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  using Accumulator = typename Sum<T>::value_type;  // double for float
+
+  Columns columns;
+  const T* b;
+  std::int64_t b_system_stride, b_row_stride;
+  NnlsParameters<T> parameters;
+  NnlsWorkspacePointers<T> workspace;
+  NnlsOutputs<T> outputs;
+
+  // ---------------------------------------------------------- team helpers
+  template <class Element>
+  KOKKOS_INLINE_FUNCTION Accumulator team_sum(const Member& member, std::int64_t count,
+                                              const Element& element) const {
+    Accumulator total = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamVectorRange(member, count),
+        [&](const std::int64_t i, Accumulator& partial) { partial += Accumulator(element(i)); },
+        total);
+    return total;
+  }
+
+  template <class Op, class Element>
+  KOKKOS_INLINE_FUNCTION typename Op::value_type team_combine(const Member& member,
+                                                              std::int64_t count, const Op& op,
+                                                              const Element& element) const {
+    typename Op::value_type result;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamVectorRange(member, count),
+        [&](const std::int64_t i, typename Op::value_type& partial) {
+          op.combine(partial, element(i));
+        },
+        detail::OpReducer<Op>(op, result));
+    return result;
+  }
+
+  // Dot product of column j of A (on its support) with a vector of length
+  // rows, by the vector lanes of the calling thread.
+  template <class Vector>
+  KOKKOS_INLINE_FUNCTION Accumulator column_dot(const Member& member, std::int64_t system,
+                                                std::int64_t j, const Vector& vector) const {
+    const RowRange range = columns.rows_of(system, j);
+    Accumulator total = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, range.end - range.begin),
+        [&](const std::int64_t offset, Accumulator& partial) {
+          const std::int64_t i = range.begin + offset;
+          partial += Accumulator(columns(system, i, j)) * Accumulator(vector[i]);
+        },
+        total);
+    return total;
+  }
+
+  // r = b - A x over the passive columns.
+  KOKKOS_INLINE_FUNCTION void compute_residual(const Member& member, std::int64_t system,
+                                               const NnlsSystemStorage<T>& s, const T* x,
+                                               int passive_count) const {
+    const T* b_system = b + system * b_system_stride;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parameters.rows), [&](std::int64_t i) {
+      Accumulator value = b_system[i * b_row_stride];
+      for (int p = 0; p < passive_count; ++p) {
+        const int j = s.passive[p];
+        value -= Accumulator(columns(system, i, j)) * Accumulator(x[j * outputs.x_column_stride]);
+      }
+      s.residual[i] = T(value);
+    });
+    member.team_barrier();
+  }
+
+  // w_j = a_j^T r for every column not in the passive set.
+  KOKKOS_INLINE_FUNCTION void compute_gradient(const Member& member, std::int64_t system,
+                                               const NnlsSystemStorage<T>& s) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, parameters.columns), [&](std::int64_t j) {
+      if (s.position[j] >= 0) return;
+      const Accumulator dot = column_dot(member, system, j, s.residual);
+      Kokkos::single(Kokkos::PerThread(member), [&] { s.gradient[j] = T(dot); });
+    });
+    member.team_barrier();
+  }
+
+  // ------------------------------------------------ QR update (Algorithm 2)
+  // Appends column j at position k: candidate = a_j orthogonalised against
+  // q_0..q_{k-1}, R's column k = the projections, R(k, k) = ||candidate||.
+  // Returns R(k, k) / ||a_j|| (how independent a_j is of the passive set);
+  // the caller accepts the column by increasing k, or leaves k unchanged.
+  KOKKOS_INLINE_FUNCTION T append_column(const Member& member, std::int64_t system,
+                                         const NnlsSystemStorage<T>& s, int j, int k) const {
+    const std::int64_t m = parameters.rows;
+    const int ld = parameters.max_passive;
+    T* r_column = s.r + std::int64_t(k) * ld;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m),
+                         [&](std::int64_t i) { s.candidate[i] = T(0); });
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k + 1),
+                         [&](std::int64_t i) { r_column[i] = T(0); });
+    member.team_barrier();
+    const RowRange range = columns.rows_of(system, j);
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, range.end - range.begin),
+                         [&](std::int64_t offset) {
+                           const std::int64_t i = range.begin + offset;
+                           s.candidate[i] = columns(system, i, j);
+                         });
+    member.team_barrier();
+    const T column_norm = T(compat::math::sqrt(
+        team_sum(member, m, [&](std::int64_t i) { return s.candidate[i] * s.candidate[i]; })));
+
+    if (parameters.modified_gram_schmidt) {
+      // Modified Gram-Schmidt: project out q_0, q_1, ... one after another,
+      // each from the already reduced candidate (one team reduction each).
+      for (int p = 0; p < k; ++p) {
+        const T* q = s.q + std::int64_t(p) * m;
+        const T projection =
+            T(team_sum(member, m, [&](std::int64_t i) { return q[i] * s.candidate[i]; }));
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m),
+                             [&](std::int64_t i) { s.candidate[i] -= projection * q[i]; });
+        Kokkos::single(Kokkos::PerTeam(member), [&] { r_column[p] += projection; });
+        member.team_barrier();
+      }
+    } else {
+      // Classical Gram-Schmidt twice ("twice is enough", Giraud et al. 2005):
+      // all k projections at once (one thread per q), then one row-parallel
+      // subtraction; as accurate as modified Gram-Schmidt with 4 barriers
+      // instead of 2k.
+      for (int pass = 0; pass < 2 && k > 0; ++pass) {
+        T* projections = s.right_hand_side;  // free until the next solve
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int p) {
+          const T* q = s.q + std::int64_t(p) * m;
+          Accumulator dot = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(member, m),
+              [&](std::int64_t i, Accumulator& partial) {
+                partial += Accumulator(q[i]) * Accumulator(s.candidate[i]);
+              },
+              dot);
+          Kokkos::single(Kokkos::PerThread(member), [&] {
+            projections[p] = T(dot);
+            r_column[p] += T(dot);
+          });
+        });
+        member.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m), [&](std::int64_t i) {
+          Accumulator value = s.candidate[i];
+          for (int p = 0; p < k; ++p)
+            value -= Accumulator(s.q[std::int64_t(p) * m + i]) * projections[p];
+          s.candidate[i] = T(value);
+        });
+        member.team_barrier();
+      }
+    }
+    const T diagonal = T(compat::math::sqrt(
+        team_sum(member, m, [&](std::int64_t i) { return s.candidate[i] * s.candidate[i]; })));
+    const T independence = column_norm > T(0) ? diagonal / column_norm : T(0);
+    if (!(independence > parameters.dependence_threshold)) return independence;
+    T* q_new = s.q + std::int64_t(k) * m;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m),
+                         [&](std::int64_t i) { q_new[i] = s.candidate[i] / diagonal; });
+    member.team_barrier();
+    const T* b_system = b + system * b_system_stride;
+    const T u_new = T(
+        team_sum(member, m, [&](std::int64_t i) { return q_new[i] * b_system[i * b_row_stride]; }));
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      r_column[k] = diagonal;
+      s.q_transpose_b[k] = u_new;
+      s.passive[k] = j;
+      s.position[j] = k;
+    });
+    member.team_barrier();
+    return independence;
+  }
+
+  // ------------------------------------------ QR downdate (§3.4, Givens)
+  // Removes the column at position p of P-hat from the k passive columns:
+  // R's columns right of p shift left, leaving a Hessenberg band that
+  // rotations of rows (j, j+1), j = p..k-2, zero again; each rotation is
+  // applied to R, to Q's columns j and j+1 and to u.
+  KOKKOS_INLINE_FUNCTION void remove_column(const Member& member, const NnlsSystemStorage<T>& s,
+                                            int p, int k) const {
+    const std::int64_t m = parameters.rows;
+    const int ld = parameters.max_passive;
+    // Each thread owns rows of R, so shifting left in place has no race.
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k), [&](int row) {
+      for (int column = p; column < k - 1; ++column)
+        s.r[std::int64_t(column) * ld + row] = s.r[std::int64_t(column + 1) * ld + row];
+    });
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      s.position[s.passive[p]] = not_passive;
+      for (int q = p; q < k - 1; ++q) {
+        s.passive[q] = s.passive[q + 1];
+        s.position[s.passive[q]] = q;
+      }
+    });
+    member.team_barrier();
+    for (int j = p; j < k - 1; ++j) {
+      // Every thread computes the same rotation from the same two numbers.
+      const T a = s.r[std::int64_t(j) * ld + j];
+      const T c_b = s.r[std::int64_t(j) * ld + j + 1];
+      const T scale = compat::math::fabs(a) + compat::math::fabs(c_b);
+      T cosine = T(1), sine = T(0), radius = a;
+      if (scale > T(0)) {
+        const T as = a / scale, bs = c_b / scale;
+        radius = scale * compat::math::sqrt(as * as + bs * bs);
+        cosine = a / radius;
+        sine = c_b / radius;
+      }
+      member.team_barrier();  // everyone has read R(j, j), R(j + 1, j)
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k - 1 - j), [&](int offset) {
+        const int column = j + offset;
+        T* r_column = s.r + std::int64_t(column) * ld;
+        const T top = r_column[j], bottom = r_column[j + 1];
+        r_column[j] = cosine * top + sine * bottom;
+        r_column[j + 1] = column == j ? T(0) : -sine * top + cosine * bottom;
+      });
+      T* q_top = s.q + std::int64_t(j) * m;
+      T* q_bottom = s.q + std::int64_t(j + 1) * m;
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m), [&](std::int64_t i) {
+        const T top = q_top[i], bottom = q_bottom[i];
+        q_top[i] = cosine * top + sine * bottom;
+        q_bottom[i] = -sine * top + cosine * bottom;
+      });
+      Kokkos::single(Kokkos::PerTeam(member), [&] {
+        const T top = s.q_transpose_b[j], bottom = s.q_transpose_b[j + 1];
+        s.q_transpose_b[j] = cosine * top + sine * bottom;
+        s.q_transpose_b[j + 1] = -sine * top + cosine * bottom;
+      });
+      member.team_barrier();
+    }
+  }
+
+  // z = R^{-1} u by column-oriented back substitution: after z_i is known,
+  // all threads subtract its column from the remaining right-hand side.
+  KOKKOS_INLINE_FUNCTION void solve_passive(const Member& member, const NnlsSystemStorage<T>& s,
+                                            int k) const {
+    const int ld = parameters.max_passive;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k),
+                         [&](int i) { s.right_hand_side[i] = s.q_transpose_b[i]; });
+    member.team_barrier();
+    for (int i = k - 1; i >= 0; --i) {
+      const T* r_column = s.r + std::int64_t(i) * ld;
+      const T z = s.right_hand_side[i] / r_column[i];
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, i),
+                           [&](int row) { s.right_hand_side[row] -= r_column[row] * z; });
+      Kokkos::single(Kokkos::PerTeam(member), [&] { s.solution[i] = z; });
+      member.team_barrier();
+    }
+  }
+
+  // ------------------------------------------------------------ the solve
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t system = member.league_rank();
+    const std::int64_t m = parameters.rows;
+    const std::int64_t n = parameters.columns;
+    const NnlsSystemStorage<T> s = workspace.system(system, m, parameters.max_passive);
+    T* x = outputs.x + system * outputs.x_system_stride;
+    const auto x_at = [&](std::int64_t j) -> T& { return x[j * outputs.x_column_stride]; };
+
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](std::int64_t j) {
+      x_at(j) = T(0);
+      s.position[j] = not_passive;
+    });
+    member.team_barrier();
+
+    // ||A||_1 (largest column sum of |a_ij|) for the default tolerance, and
+    // a finiteness check of A and b: any NaN or Inf makes a sum non-finite.
+    const T b_norm_squared = T(team_sum(member, m, [&](std::int64_t i) {
+      const T value = b[system * b_system_stride + i * b_row_stride];
+      return value * value;
+    }));
+    T one_norm = T(0);
+    {
+      Max<T> op;
+      T largest_sum = op.identity();
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(member, n),
+          [&](std::int64_t j, T& partial) {
+            const RowRange range = columns.rows_of(system, j);
+            Accumulator sum = 0;
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(member, range.end - range.begin),
+                [&](std::int64_t offset, Accumulator& column_partial) {
+                  column_partial +=
+                      compat::math::fabs(Accumulator(columns(system, range.begin + offset, j)));
+                },
+                sum);
+            // A NaN or Inf anywhere makes the norm infinite (max drops NaN).
+            const T column_sum = compat::math::isfinite(T(sum)) ? T(sum) : largest<T>();
+            if (column_sum > partial) partial = column_sum;
+          },
+          detail::OpReducer<Max<T>>(op, largest_sum));
+      one_norm = n > 0 ? largest_sum : T(0);  // Max's identity is -infinity
+    }
+    const bool finite_input =
+        compat::math::isfinite(b_norm_squared) && compat::math::isfinite(one_norm) && n >= 0;
+    const T tolerance = parameters.tolerance >= T(0)
+                            ? parameters.tolerance
+                            : parameters.default_tolerance_factor * one_norm;
+
+    int status = static_cast<int>(NnlsStatus::converged);
+    int iterations = 0;
+    int k = 0;
+    if (!finite_input) {
+      status = static_cast<int>(NnlsStatus::numerical_issue);
+    } else {
+      compute_residual(member, system, s, x, 0);
+      compute_gradient(member, system, s);
+      bool finished = false;
+      while (!finished) {
+        // Step 1 (Algorithm 1): the zero-set column with the largest gradient.
+        const auto candidate = team_combine(member, n, ArgMax<T>{}, [&](std::int64_t j) {
+          return ValueIndex<T>{s.gradient[j], s.position[j] == not_passive ? j : -1};
+        });
+        if (candidate.index < 0 || !(candidate.value > tolerance)) {
+          if (candidate.index >= 0 && !compat::math::isfinite(candidate.value))
+            status = static_cast<int>(NnlsStatus::numerical_issue);
+          break;  // KKT hold (or every violator was rejected as dependent)
+        }
+        if (iterations >= parameters.max_iterations) {
+          status = static_cast<int>(NnlsStatus::max_iterations);
+          break;
+        }
+        const int entering = static_cast<int>(candidate.index);
+        if (k >= parameters.max_passive && parameters.passive_capped_by_caller) {
+          status = static_cast<int>(NnlsStatus::passive_set_full);
+          break;
+        }
+        // With k = min(m, n) columns every further column is dependent.
+        const T independence =
+            k >= parameters.max_passive ? T(0) : append_column(member, system, s, entering, k);
+        if (!(independence > parameters.dependence_threshold)) {
+          // Numerically in the span of the passive set: take the next best.
+          Kokkos::single(Kokkos::PerTeam(member), [&] { s.position[entering] = rejected; });
+          member.team_barrier();
+          continue;
+        }
+        ++k;
+        // Steps 2-3: inner loop until the passive solution is positive.
+        bool first = true;
+        bool taken_back = false;
+        while (true) {
+          ++iterations;
+          solve_passive(member, s, k);
+          const T entering_value = s.solution[k - 1];
+          if (first && s.passive[k - 1] == entering && !(entering_value > T(0))) {
+            // Lawson–Hanson: the entering column would get a non-positive
+            // value (rounding): take it back out and try the next best.
+            Kokkos::single(Kokkos::PerTeam(member), [&] { s.position[entering] = rejected; });
+            member.team_barrier();
+            --k;
+            taken_back = true;
+            break;
+          }
+          first = false;
+          // alpha = min over z_p <= 0 of x_p / (x_p - z_p).
+          const auto limit = team_combine(member, k, ArgMin<T>{}, [&](std::int64_t p) {
+            const T z = s.solution[p];
+            const T current = x_at(s.passive[p]);
+            return z > T(0) ? ValueIndex<T>{T(0), -1} : ValueIndex<T>{current / (current - z), p};
+          });
+          if (!compat::math::isfinite(s.solution[0]) ||
+              (limit.index >= 0 && !compat::math::isfinite(limit.value))) {
+            status = static_cast<int>(NnlsStatus::numerical_issue);
+            finished = true;
+            break;
+          }
+          if (limit.index < 0) {
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k),
+                                 [&](int p) { x_at(s.passive[p]) = s.solution[p]; });
+            member.team_barrier();
+            // A column entered for good: earlier rejections may no longer hold.
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](std::int64_t j) {
+              if (s.position[j] == rejected) s.position[j] = not_passive;
+            });
+            member.team_barrier();
+            break;
+          }
+          const T alpha = limit.value;
+          Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k), [&](int p) {
+            T& value = x_at(s.passive[p]);
+            value = p == limit.index ? T(0) : value + alpha * (s.solution[p] - value);
+          });
+          member.team_barrier();
+          // Columns at or below zero leave, rightmost first so the positions
+          // still to be visited do not shift.
+          for (int p = k - 1; p >= 0; --p) {
+            const int j = s.passive[p];
+            if (x_at(j) <= T(0)) {
+              member.team_barrier();
+              Kokkos::single(Kokkos::PerTeam(member), [&] { x_at(j) = T(0); });
+              remove_column(member, s, p, k);
+              --k;
+            }
+          }
+          member.team_barrier();
+          if (iterations >= parameters.max_iterations) {
+            status = static_cast<int>(NnlsStatus::max_iterations);
+            finished = true;
+            break;
+          }
+          if (k == 0) break;
+        }
+        if (finished) break;
+        if (taken_back) continue;  // x did not change
+        compute_residual(member, system, s, x, k);
+        compute_gradient(member, system, s);
+      }
+    }
+    if (status == static_cast<int>(NnlsStatus::numerical_issue)) {
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](std::int64_t j) {
+        x_at(j) = T(0);
+        s.position[j] = not_passive;
+      });
+      member.team_barrier();
+      k = 0;
+    }
+    compute_residual(member, system, s, x, k);
+    const T residual_norm = T(compat::math::sqrt(
+        team_sum(member, m, [&](std::int64_t i) { return s.residual[i] * s.residual[i]; })));
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      outputs.residual_norm[system] =
+          status == static_cast<int>(NnlsStatus::numerical_issue) && !finite_input
+              ? parameters.not_a_number
+              : residual_norm;
+      outputs.iterations[system] = iterations;
+      outputs.status[system] = status;
+    });
+  }
+};
+
+}  // namespace detail
+}  // namespace kpl

@@ -1,0 +1,317 @@
+// Batched non-negative least squares: for every system s,
+//   minimise ||A_s x_s - b_s||_2 subject to x_s >= 0,
+// by the Lawson–Hanson active-set method with the passive least-squares
+// problem kept as a QR factorisation, updated by (reordered) Gram-Schmidt
+// when a column enters and downdated by Givens rotations when one leaves
+// (Luo & Duraiswami 2011, Algorithms 1-2, §3.4, §5). One Kokkos team solves
+// one system (a thread block on GPUs, a thread on CPUs):
+//
+//   kpl::NnlsSolution<Kokkos::DefaultExecutionSpace, double> solution(systems, n);
+//   kpl::nnls(space, A, b, solution);               // A [m, n] shared, or [systems, m, n]
+//   // solution.x [systems, n], residual_norm, iterations, status (NnlsStatus)
+//
+// A need not exist as a matrix: nnls_columns takes a column source, a
+// copyable object with
+//   KOKKOS_FUNCTION T operator()(int64_t system, int64_t row, int64_t column) const;
+//   KOKKOS_FUNCTION kpl::RowRange rows_of(int64_t system, int64_t column) const;
+// (rows_of bounds where the column may be non-zero; banded matrices make the
+// solver's dot products proportionally cheaper). The deconvolution module
+// builds its Toeplitz columns from the pulse this way.
+//
+// Termination, per system: converged when no zero-set column has gradient
+// w_j > tolerance (default 10 eps ||A||_1 max(m, n), as MATLAB's lsqnonneg);
+// a column whose new R diagonal is below dependence_threshold x its norm is
+// numerically in the span of the passive set and is not taken (the next best
+// is); max_iterations (default 3n, as scipy and lsqnonneg) counts passive
+// least-squares solves. Status numerical_issue marks NaN/Inf input (x = 0,
+// residual NaN) or a breakdown, never a false "converged".
+#pragma once
+
+#include <kpl/detail/nnls_kernels.hpp>
+#include <kpl/detail/reduce_kernels.hpp>
+#include <kpl/execution_spaces.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace kpl {
+
+enum class NnlsOrthogonalization {
+  modified_gram_schmidt,  // Algorithm 2 as written: one projection at a time
+  classical_twice,        // all projections at once, repeated once (fewer team barriers)
+};
+
+struct NnlsOptions {
+  int max_iterations = -1;           // < 0: 3 n
+  double tolerance = -1;             // < 0: 10 eps ||A||_1 max(m, n) per system
+  int max_passive = -1;              // < 0: min(m, n); caps memory at m x max_passive per system
+  double dependence_threshold = -1;  // < 0: 10 eps max(m, n)
+  NnlsOrthogonalization orthogonalization = NnlsOrthogonalization::classical_twice;
+  int team_threads = 0;  // GPU threads per team (x 32 vector lanes); 0: chosen by kpl
+};
+
+inline std::string to_string(NnlsStatus status) {
+  switch (status) {
+    case NnlsStatus::converged:
+      return "converged";
+    case NnlsStatus::max_iterations:
+      return "max_iterations";
+    case NnlsStatus::numerical_issue:
+      return "numerical_issue";
+    case NnlsStatus::passive_set_full:
+      return "passive_set_full";
+  }
+  return "unknown";
+}
+
+// Per-system results, in the execution space's memory.
+template <class ExecutionSpace, class T>
+struct NnlsSolution {
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<T**, Kokkos::LayoutRight, memory_space> x;  // [systems, n]
+  Kokkos::View<T*, memory_space> residual_norm;            // ||A x - b||
+  Kokkos::View<int*, memory_space> iterations;             // passive solves
+  Kokkos::View<int*, memory_space> status;                 // NnlsStatus values
+
+  NnlsSolution() = default;
+  NnlsSolution(std::int64_t systems, std::int64_t columns)
+      : x(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::x"), systems, columns),
+        residual_norm(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::residual_norm"),
+                      systems),
+        iterations(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::iterations"),
+                   systems),
+        status(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::status"), systems) {}
+  std::int64_t systems() const { return static_cast<std::int64_t>(x.extent(0)); }
+};
+
+// Device memory the solver needs per system (Q, R and vectors); reuse one
+// across calls, e.g. chunk after chunk of a large batch.
+template <class ExecutionSpace, class T>
+class NnlsWorkspace {
+ public:
+  using memory_space = typename ExecutionSpace::memory_space;
+
+  static std::int64_t bytes_per_system(std::int64_t rows, std::int64_t columns,
+                                       std::int64_t max_passive) {
+    using Pointers = detail::NnlsWorkspacePointers<T>;
+    return Pointers::values_needed(rows, columns, max_passive) * std::int64_t(sizeof(T)) +
+           Pointers::indices_needed(columns, max_passive) * std::int64_t(sizeof(int));
+  }
+
+  detail::NnlsWorkspacePointers<T> reserve(std::int64_t systems, std::int64_t rows,
+                                           std::int64_t columns, std::int64_t max_passive) {
+    using Pointers = detail::NnlsWorkspacePointers<T>;
+    const std::int64_t values = Pointers::values_needed(rows, columns, max_passive);
+    const std::int64_t indices = Pointers::indices_needed(columns, max_passive);
+    if (values_.extent(0) < std::size_t(systems * values))
+      values_ = Kokkos::View<T*, memory_space>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::workspace_values"),
+          systems * values);
+    if (indices_.extent(0) < std::size_t(systems * indices))
+      indices_ = Kokkos::View<int*, memory_space>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::workspace_indices"),
+          systems * indices);
+    return {values_.data(), indices_.data(), values, indices};
+  }
+
+ private:
+  Kokkos::View<T*, memory_space> values_;
+  Kokkos::View<int*, memory_space> indices_;
+};
+
+// A dense A, shared by all systems (system_stride 0) or one per system.
+template <class T>
+struct DenseColumns {
+  const T* data;
+  std::int64_t system_stride, row_stride, column_stride;
+  std::int64_t rows;
+  KOKKOS_INLINE_FUNCTION T operator()(std::int64_t system, std::int64_t row,
+                                      std::int64_t column) const {
+    return data[system * system_stride + row * row_stride + column * column_stride];
+  }
+  KOKKOS_INLINE_FUNCTION RowRange rows_of(std::int64_t, std::int64_t) const { return {0, rows}; }
+};
+
+namespace detail {
+
+template <class T>
+NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::int64_t columns,
+                                  const NnlsOptions& options) {
+  if (options.max_iterations == 0)
+    throw std::invalid_argument("kpl::nnls: max_iterations must be positive (or < 0 for 3n)");
+  if (options.max_passive == 0)
+    throw std::invalid_argument("kpl::nnls: max_passive must be positive (or < 0 for min(m, n))");
+  if (!(options.tolerance == options.tolerance))
+    throw std::invalid_argument("kpl::nnls: tolerance is NaN");
+  const std::int64_t rank_limit = std::min(rows, columns);
+  NnlsParameters<T> parameters{};
+  parameters.systems = systems;
+  parameters.rows = rows;
+  parameters.columns = columns;
+  parameters.max_passive = static_cast<int>(
+      options.max_passive > 0 ? std::min<std::int64_t>(options.max_passive, rank_limit)
+                              : rank_limit);
+  parameters.passive_capped_by_caller = parameters.max_passive < rank_limit;
+  const std::int64_t default_iterations = std::max<std::int64_t>(3 * columns, 1);
+  parameters.max_iterations = static_cast<int>(
+      options.max_iterations > 0
+          ? options.max_iterations
+          : std::min<std::int64_t>(default_iterations, std::numeric_limits<int>::max()));
+  const T epsilon = std::numeric_limits<T>::epsilon();
+  const T size = T(std::max<std::int64_t>({rows, columns, 1}));
+  parameters.tolerance = options.tolerance >= 0 ? T(options.tolerance) : T(-1);
+  parameters.default_tolerance_factor = T(10) * epsilon * size;
+  parameters.dependence_threshold =
+      options.dependence_threshold >= 0 ? T(options.dependence_threshold) : T(10) * epsilon * size;
+  parameters.not_a_number = std::numeric_limits<T>::quiet_NaN();
+  parameters.modified_gram_schmidt =
+      options.orthogonalization == NnlsOrthogonalization::modified_gram_schmidt;
+  return parameters;
+}
+
+}  // namespace detail
+
+// Solves every system with the columns of A from a column source. b is
+// [systems, rows] (any layout); solution must have extents [systems, columns].
+template <class ExecutionSpace, class Columns, class BView>
+void nnls_columns(
+    const ExecutionSpace& space, const Columns& columns, std::int64_t rows,
+    std::int64_t column_count, const BView& b,
+    NnlsSolution<ExecutionSpace, typename BView::non_const_value_type>& solution,
+    const NnlsOptions& options = {},
+    NnlsWorkspace<ExecutionSpace, typename BView::non_const_value_type>* workspace = nullptr) {
+  using T = typename BView::non_const_value_type;
+  static_assert(std::is_floating_point_v<T>, "kpl::nnls solves float or double systems");
+  static_assert(BView::rank == 2, "kpl::nnls: b is [systems, rows]");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecutionSpace, typename BView::memory_space>::accessible,
+      "kpl::nnls: b must be accessible from the execution space");
+  const std::int64_t systems = static_cast<std::int64_t>(b.extent(0));
+  if (std::int64_t(b.extent(1)) != rows)
+    throw std::invalid_argument("kpl::nnls: b has " + std::to_string(b.extent(1)) +
+                                " rows, A has " + std::to_string(rows));
+  if (solution.systems() != systems || std::int64_t(solution.x.extent(1)) != column_count ||
+      std::int64_t(solution.status.extent(0)) != systems)
+    throw std::invalid_argument("kpl::nnls: the solution is not sized [systems, columns] = [" +
+                                std::to_string(systems) + ", " + std::to_string(column_count) +
+                                "]");
+  if (systems == 0) return;
+  auto parameters = detail::nnls_parameters<T>(systems, rows, column_count, options);
+
+  NnlsWorkspace<ExecutionSpace, T> local_workspace;
+  auto& used = workspace ? *workspace : local_workspace;
+  const auto pointers = used.reserve(systems, rows, column_count, parameters.max_passive);
+
+  detail::NnlsOutputs<T> outputs{solution.x.data(),
+                                 static_cast<std::int64_t>(solution.x.stride(0)),
+                                 static_cast<std::int64_t>(solution.x.stride(1)),
+                                 solution.residual_norm.data(),
+                                 solution.iterations.data(),
+                                 solution.status.data()};
+  detail::NnlsTeamSolve<T, Columns, ExecutionSpace> functor{columns,
+                                                            b.data(),
+                                                            static_cast<std::int64_t>(b.stride(0)),
+                                                            static_cast<std::int64_t>(b.stride(1)),
+                                                            parameters,
+                                                            pointers,
+                                                            outputs};
+  if constexpr (detail::runs_on_host_v<ExecutionSpace>) {
+    Kokkos::parallel_for("kpl::nnls::team_per_system",
+                         Kokkos::TeamPolicy<ExecutionSpace>(space, systems, 1, 1), functor);
+  } else {
+    // 8 x 32 threads: one or two rows each for the seed's 432- and 512-row
+    // systems (§5.1: one thread per row).
+    const int threads = options.team_threads > 0 ? options.team_threads : 8;
+    Kokkos::parallel_for("kpl::nnls::team_per_system",
+                         Kokkos::TeamPolicy<ExecutionSpace>(space, systems, threads, 32), functor);
+  }
+}
+
+// A is [rows, columns] shared by every system, or [systems, rows, columns];
+// any layout (LayoutLeft, with columns contiguous, reads fastest on GPUs).
+template <class ExecutionSpace, class AView, class BView>
+void nnls(
+    const ExecutionSpace& space, const AView& A, const BView& b,
+    NnlsSolution<ExecutionSpace, typename BView::non_const_value_type>& solution,
+    const NnlsOptions& options = {},
+    NnlsWorkspace<ExecutionSpace, typename BView::non_const_value_type>* workspace = nullptr) {
+  using T = typename BView::non_const_value_type;
+  static_assert(std::is_same_v<typename AView::non_const_value_type, T>,
+                "kpl::nnls: A and b must have the same value type");
+  static_assert(AView::rank == 2 || AView::rank == 3, "kpl::nnls: A is [m, n] or [systems, m, n]");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecutionSpace, typename AView::memory_space>::accessible,
+      "kpl::nnls: A must be accessible from the execution space");
+  constexpr int first = AView::rank == 3 ? 1 : 0;
+  const std::int64_t rows = static_cast<std::int64_t>(A.extent(first));
+  const std::int64_t columns = static_cast<std::int64_t>(A.extent(first + 1));
+  if constexpr (AView::rank == 3) {
+    if (A.extent(0) != b.extent(0))
+      throw std::invalid_argument("kpl::nnls: A holds " + std::to_string(A.extent(0)) +
+                                  " systems, b " + std::to_string(b.extent(0)));
+  }
+  const DenseColumns<T> dense{A.data(),
+                              AView::rank == 3 ? static_cast<std::int64_t>(A.stride(0)) : 0,
+                              static_cast<std::int64_t>(A.stride(first)),
+                              static_cast<std::int64_t>(A.stride(first + 1)), rows};
+  nnls_columns(space, dense, rows, columns, b, solution, options, workspace);
+}
+
+// How far x is from satisfying the Karush-Kuhn-Tucker conditions of
+// min ||A x - b|| s.t. x >= 0, with w = A^T (b - A x):
+//   negativity        = max(0, -min_j x_j)                   (x >= 0)
+//   zero_set_gradient = max over x_j = 0 of max(0, w_j)       (w_j <= 0 there)
+//   positive_gradient = max over x_j > 0 of |w_j|              (w_j = 0 there)
+// Each is 0 at an exact solution; compare them with the solver's tolerance.
+// Host Views in any layout, computed in double.
+struct KktCertificate {
+  double negativity = 0;
+  double zero_set_gradient = 0;
+  double positive_gradient = 0;
+  double residual_norm = 0;
+  bool holds(double tolerance) const {
+    return negativity <= tolerance && zero_set_gradient <= tolerance &&
+           positive_gradient <= tolerance;
+  }
+};
+
+template <class AView, class BVector, class XVector>
+KktCertificate kkt_certificate(const AView& A, const BVector& b, const XVector& x) {
+  static_assert(AView::rank == 2 && BVector::rank == 1 && XVector::rank == 1,
+                "kpl::kkt_certificate takes A [m, n], b [m], x [n]");
+  const std::size_t m = A.extent(0), n = A.extent(1);
+  if (b.extent(0) != m || x.extent(0) != n)
+    throw std::invalid_argument("kpl::kkt_certificate: A, b and x do not match");
+  std::vector<double> residual(m);
+  double squared = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    double value = b(i);
+    for (std::size_t j = 0; j < n; ++j) value -= double(A(i, j)) * double(x(j));
+    residual[i] = value;
+    squared += value * value;
+  }
+  KktCertificate certificate;
+  certificate.residual_norm = std::sqrt(squared);
+  for (std::size_t j = 0; j < n; ++j) {
+    double gradient = 0;
+    for (std::size_t i = 0; i < m; ++i) gradient += double(A(i, j)) * residual[i];
+    const double value = x(j);
+    certificate.negativity = std::max(certificate.negativity, -value);
+    if (value > 0) {
+      certificate.positive_gradient = std::max(certificate.positive_gradient, std::abs(gradient));
+    } else {
+      certificate.zero_set_gradient = std::max(certificate.zero_set_gradient, gradient);
+    }
+  }
+  return certificate;
+}
+
+}  // namespace kpl
