@@ -292,14 +292,50 @@ void InputFile::read_raw(const std::string& dataset, element_type type, void* da
   }
 }
 
+void InputFile::check_row_range(const std::string& dataset, std::size_t first_row,
+                                std::size_t row_count, std::size_t rows) const {
+  if (first_row > rows || row_count > rows - first_row) {
+    throw input_error(in_quotes(path_) + ": dataset " + absolute(dataset) + " has " +
+                      std::to_string(rows) + " rows; rows " + std::to_string(first_row) + " to " +
+                      std::to_string(first_row + row_count) + " were asked for");
+  }
+}
+
+void InputFile::read_raw_rows(const std::string& dataset, element_type type, void* data,
+                              std::size_t first_row,
+                              const std::vector<std::size_t>& extents) const {
+  std::size_t count = 1;
+  for (auto extent : extents) count *= extent;
+  if (count == 0) return;
+  QuietErrors quiet;
+  const std::string name = absolute(dataset);
+  Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  const std::string failure =
+      in_quotes(path_) + ": dataset " + name + " could not be read (damaged file?)";
+  if (!set.valid()) throw input_error(failure);
+  Handle file_space(H5Dget_space(set.get()), H5Sclose);
+  std::vector<hsize_t> start(extents.size(), 0), block(extents.begin(), extents.end());
+  start[0] = first_row;
+  Handle memory_space(H5Screate_simple(static_cast<int>(block.size()), block.data(), nullptr),
+                      H5Sclose);
+  if (!file_space.valid() || !memory_space.valid() ||
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(),
+                          nullptr) < 0 ||
+      H5Dread(set.get(), memory_type(type), memory_space.get(), file_space.get(), H5P_DEFAULT,
+              data) < 0) {
+    throw input_error(failure);
+  }
+}
+
 void InputFile::fail_not_finite(const std::string& dataset, const std::vector<std::size_t>& extents,
-                                std::size_t flat_index) const {
+                                std::size_t flat_index, std::size_t first_row) const {
   // Turn the row-major flat index back into the coordinate a user would type.
   std::vector<std::size_t> coordinate(extents.size());
   for (std::size_t d = extents.size(); d-- > 0;) {
     coordinate[d] = flat_index % extents[d];
     flat_index /= extents[d];
   }
+  coordinate[0] += first_row;
   throw input_error(in_quotes(path_) + ": dataset " + absolute(dataset) + " holds NaN or Inf at " +
                     shape_text(coordinate) + "; finite values are required");
 }
@@ -472,8 +508,8 @@ void OutputFile::close_and_remove() noexcept {
   if (!partial_path_.empty()) std::filesystem::remove(partial_path_, ignored);
 }
 
-void OutputFile::write_raw(const std::string& dataset, element_type type, const void* data,
-                           const std::vector<std::size_t>& extents) {
+std::int64_t OutputFile::create_raw(const std::string& dataset, element_type type,
+                                    const std::vector<std::size_t>& extents) {
   QuietErrors quiet;
   const std::string name = absolute(dataset);
   const std::string where = "cannot write " + in_quotes(path_) + ": dataset " + name;
@@ -483,10 +519,53 @@ void OutputFile::write_raw(const std::string& dataset, element_type type, const 
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
   Handle link_properties(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(link_properties.get(), 1);
-  Handle set(H5Dcreate2(file_, name.c_str(), file_type(type), space.get(), link_properties.get(),
-                        H5P_DEFAULT, H5P_DEFAULT),
-             H5Dclose);
-  if (!set.valid()) throw runtime_error(where + " could not be created");
+  const hid_t set = H5Dcreate2(file_, name.c_str(), file_type(type), space.get(),
+                               link_properties.get(), H5P_DEFAULT, H5P_DEFAULT);
+  if (set < 0) throw runtime_error(where + " could not be created");
+  return set;
+}
+
+void OutputFile::write_raw_rows(const std::string& dataset, element_type type, const void* data,
+                                std::size_t first_row, const std::vector<std::size_t>& extents) {
+  QuietErrors quiet;
+  const std::string name = absolute(dataset);
+  const std::string where = "cannot write " + in_quotes(path_) + ": dataset " + name;
+  if (committed_) throw runtime_error(where + ": the file was already committed");
+  if (!is_dataset(file_, name)) throw runtime_error(where + ": create_dataset() it first");
+  Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle file_space(H5Dget_space(set.get()), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(file_space.get());
+  std::vector<hsize_t> dims(rank > 0 ? std::size_t(rank) : 0);
+  H5Sget_simple_extent_dims(file_space.get(), dims.data(), nullptr);
+  bool fits = rank == static_cast<int>(extents.size()) && first_row <= dims[0] &&
+              extents[0] <= dims[0] - first_row;
+  for (std::size_t d = 1; fits && d < extents.size(); ++d) fits = dims[d] == extents[d];
+  if (!fits) {
+    throw runtime_error(where + ": rows " + std::to_string(first_row) + " + " +
+                        shape_text(extents) + " do not fit its extents " +
+                        shape_text(std::vector<std::size_t>(dims.begin(), dims.end())));
+  }
+  std::size_t count = 1;
+  for (auto extent : extents) count *= extent;
+  if (count == 0) return;
+  std::vector<hsize_t> start(extents.size(), 0), block(extents.begin(), extents.end());
+  start[0] = first_row;
+  Handle memory_space(H5Screate_simple(static_cast<int>(block.size()), block.data(), nullptr),
+                      H5Sclose);
+  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(),
+                          nullptr) < 0 ||
+      H5Dwrite(set.get(), memory_type(type), memory_space.get(), file_space.get(), H5P_DEFAULT,
+               data) < 0) {
+    throw runtime_error(where + " could not be written (disk full?)");
+  }
+}
+
+void OutputFile::write_raw(const std::string& dataset, element_type type, const void* data,
+                           const std::vector<std::size_t>& extents) {
+  QuietErrors quiet;
+  const std::string name = absolute(dataset);
+  const std::string where = "cannot write " + in_quotes(path_) + ": dataset " + name;
+  Handle set(create_raw(dataset, type, extents), H5Dclose);
   std::size_t count = 1;
   for (auto extent : extents) count *= extent;
   if (count > 0 &&

@@ -102,6 +102,32 @@ class InputFile {
     return array;
   }
 
+  // Reads rows [first_row, first_row + row_count) of a dataset (slices along
+  // its first dimension), so that datasets larger than memory can be
+  // streamed. The whole dataset's type and rank are checked as by read().
+  template <class T, int Rank>
+  HostArray<T, Rank> read_rows(const std::string& dataset, std::size_t first_row,
+                               std::size_t row_count, ReadRequirements requirements = {}) const {
+    static_assert(Rank >= 1 && Rank <= 3, "kpl::hdf5 reads datasets of rank 1 to 3");
+    auto extents = checked_shape(dataset, Rank, element_type_of<T>(), requirements.allow_empty);
+    check_row_range(dataset, first_row, row_count, extents[0]);
+    extents[0] = row_count;
+    const auto allocation = Kokkos::view_alloc(Kokkos::WithoutInitializing, dataset);
+    HostArray<T, Rank> array;
+    if constexpr (Rank == 1) {
+      array = HostArray<T, Rank>(allocation, extents[0]);
+    } else if constexpr (Rank == 2) {
+      array = HostArray<T, Rank>(allocation, extents[0], extents[1]);
+    } else {
+      array = HostArray<T, Rank>(allocation, extents[0], extents[1], extents[2]);
+    }
+    read_raw_rows(dataset, element_type_of<T>(), array.data(), first_row, extents);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (requirements.finite) check_finite(dataset, array.data(), extents, first_row);
+    }
+    return array;
+  }
+
   // Attributes of the file ("/") or of a dataset or group.
   bool has_attribute(const std::string& object, const std::string& name) const;
   std::string read_string_attribute(const std::string& object, const std::string& name) const;
@@ -112,12 +138,16 @@ class InputFile {
   std::vector<std::size_t> checked_shape(const std::string& dataset, int rank, element_type type,
                                          bool allow_empty) const;
   void read_raw(const std::string& dataset, element_type type, void* data, std::size_t count) const;
+  void read_raw_rows(const std::string& dataset, element_type type, void* data,
+                     std::size_t first_row, const std::vector<std::size_t>& extents) const;
+  void check_row_range(const std::string& dataset, std::size_t first_row, std::size_t row_count,
+                       std::size_t rows) const;
   template <class T>
   void check_finite(const std::string& dataset, const T* data,
-                    const std::vector<std::size_t>& extents) const;
+                    const std::vector<std::size_t>& extents, std::size_t first_row = 0) const;
   [[noreturn]] void fail_not_finite(const std::string& dataset,
-                                    const std::vector<std::size_t>& extents,
-                                    std::size_t flat_index) const;
+                                    const std::vector<std::size_t>& extents, std::size_t flat_index,
+                                    std::size_t first_row) const;
 
   std::string path_;
   std::int64_t file_ = -1;  // hid_t
@@ -174,6 +204,29 @@ class OutputFile {
     write_raw(dataset, element_type_of<value_type>(), row_major.data(), extents);
   }
 
+  // A dataset written in slices: create it with its full extents, then
+  // write_rows() each block of rows (along the first dimension) once.
+  template <class T>
+  void create_dataset(const std::string& dataset, const std::vector<std::size_t>& extents) {
+    create_raw(dataset, element_type_of<T>(), extents);
+  }
+  template <class View>
+  void write_rows(const std::string& dataset, std::size_t first_row, const View& view) {
+    static_assert(Kokkos::is_view<View>::value, "OutputFile::write_rows takes a Kokkos::View");
+    static_assert(View::rank >= 1 && View::rank <= 3, "kpl::hdf5 writes datasets of rank 1 to 3");
+    static_assert(
+        (View::rank == 1 ||
+         std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>)&&Kokkos::
+            SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible,
+        "OutputFile::write_rows takes contiguous host Views, LayoutRight from rank 2");
+    if (!view.span_is_contiguous())
+      throw runtime_error("OutputFile::write_rows: the View is not contiguous");
+    std::vector<std::size_t> extents;
+    for (int d = 0; d < static_cast<int>(View::rank); ++d) extents.push_back(view.extent(d));
+    write_raw_rows(dataset, element_type_of<typename View::non_const_value_type>(), view.data(),
+                   first_row, extents);
+  }
+
   void write_attribute(const std::string& object, const std::string& name,
                        const std::string& value);
   void write_attribute(const std::string& object, const std::string& name, const char* value) {
@@ -205,6 +258,10 @@ class OutputFile {
   }
   void write_raw(const std::string& dataset, element_type type, const void* data,
                  const std::vector<std::size_t>& extents);
+  std::int64_t create_raw(const std::string& dataset, element_type type,
+                          const std::vector<std::size_t>& extents);  // returns an open hid_t
+  void write_raw_rows(const std::string& dataset, element_type type, const void* data,
+                      std::size_t first_row, const std::vector<std::size_t>& extents);
   std::int64_t open_object(const std::string& object) const;
   void close_and_remove() noexcept;
 
@@ -217,12 +274,12 @@ class OutputFile {
 // Implementation of the finiteness check, kept here because it is a template.
 template <class T>
 void InputFile::check_finite(const std::string& dataset, const T* data,
-                             const std::vector<std::size_t>& extents) const {
+                             const std::vector<std::size_t>& extents, std::size_t first_row) const {
   std::size_t count = 1;
   for (auto extent : extents) count *= extent;
   for (std::size_t i = 0; i < count; ++i) {
     // x - x is 0 for every finite x and NaN for NaN and +-Inf.
-    if (!(data[i] - data[i] == T(0))) fail_not_finite(dataset, extents, i);
+    if (!(data[i] - data[i] == T(0))) fail_not_finite(dataset, extents, i, first_row);
   }
 }
 
