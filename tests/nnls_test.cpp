@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -259,7 +260,10 @@ Matrix to_matrix(const kpl::hdf5::HostArray<double, 2>& array) {
 }
 
 ReferenceCase load_case(const std::string& name) {
-  const std::string directory = std::string(KPL_SOURCE_DIR) + "/tests/data/nnls/";
+  // KPL_SOURCE_DIR in the environment finds the data where a build was
+  // copied to another machine (the GPU runs).
+  const char* moved = std::getenv("KPL_SOURCE_DIR");
+  const std::string directory = std::string(moved ? moved : KPL_SOURCE_DIR) + "/tests/data/nnls/";
   const kpl::hdf5::InputFile input(directory + "nnls_" + name + ".h5");
   const kpl::hdf5::InputFile reference(directory + "nnls_" + name + "_ref.h5");
   ReferenceCase c;
@@ -577,7 +581,7 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization) {
   options.orthogonalization = orthogonalization;
   const int max_passive = 12;
   options.max_passive = max_passive;
-  auto parameters = kpl::detail::nnls_parameters<double>(1, m, n, options);
+  auto parameters = kpl::detail::nnls_parameters<double>(1, m, n, options, true);
   using Pointers = kpl::detail::NnlsWorkspacePointers<double>;
   Kokkos::View<double*, Memory> values("values", Pointers::values_needed(m, n, max_passive));
   Kokkos::View<int*, Memory> indices("indices", Pointers::indices_needed(n, max_passive));

@@ -45,6 +45,7 @@
 namespace kpl {
 
 enum class NnlsOrthogonalization {
+  automatic,              // modified Gram-Schmidt on CPUs, classical twice on GPUs (measured)
   modified_gram_schmidt,  // Algorithm 2 as written: one projection at a time
   classical_twice,        // all projections at once, repeated once (fewer team barriers)
 };
@@ -54,7 +55,7 @@ struct NnlsOptions {
   double tolerance = -1;             // < 0: 10 eps ||A||_1 max(m, n) per system
   int max_passive = -1;              // < 0: min(m, n); caps memory at m x max_passive per system
   double dependence_threshold = -1;  // < 0: 10 eps max(m, n)
-  NnlsOrthogonalization orthogonalization = NnlsOrthogonalization::classical_twice;
+  NnlsOrthogonalization orthogonalization = NnlsOrthogonalization::automatic;
   int team_threads = 0;  // GPU threads per team (x 32 vector lanes); 0: chosen by kpl
 };
 
@@ -80,6 +81,9 @@ struct NnlsSolution {
   Kokkos::View<T*, memory_space> residual_norm;            // ||A x - b||
   Kokkos::View<int*, memory_space> iterations;             // passive solves
   Kokkos::View<int*, memory_space> status;                 // NnlsStatus values
+  // Per system: columns that entered the passive set (QR updates) and that
+  // left it (Givens downdates).
+  Kokkos::View<int* [2], Kokkos::LayoutRight, memory_space> column_changes;
 
   NnlsSolution() = default;
   NnlsSolution(std::int64_t systems, std::int64_t columns)
@@ -88,7 +92,9 @@ struct NnlsSolution {
                       systems),
         iterations(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::iterations"),
                    systems),
-        status(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::status"), systems) {}
+        status(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::status"), systems),
+        column_changes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::column_changes"),
+                       systems) {}
   std::int64_t systems() const { return static_cast<std::int64_t>(x.extent(0)); }
 };
 
@@ -144,7 +150,7 @@ namespace detail {
 
 template <class T>
 NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::int64_t columns,
-                                  const NnlsOptions& options) {
+                                  const NnlsOptions& options, bool host) {
   if (options.max_iterations == 0)
     throw std::invalid_argument("kpl::nnls: max_iterations must be positive (or < 0 for 3n)");
   if (options.max_passive == 0)
@@ -172,8 +178,12 @@ NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::
   parameters.dependence_threshold =
       options.dependence_threshold >= 0 ? T(options.dependence_threshold) : T(10) * epsilon * size;
   parameters.not_a_number = std::numeric_limits<T>::quiet_NaN();
+  // A CPU team is one thread: modified Gram-Schmidt's one pass costs half of
+  // classical-twice's two. On a GPU the k team reductions of modified
+  // Gram-Schmidt cost more than the second pass (perf/RESULTS.md).
   parameters.modified_gram_schmidt =
-      options.orthogonalization == NnlsOrthogonalization::modified_gram_schmidt;
+      options.orthogonalization == NnlsOrthogonalization::modified_gram_schmidt ||
+      (options.orthogonalization == NnlsOrthogonalization::automatic && host);
   return parameters;
 }
 
@@ -199,12 +209,14 @@ void nnls_columns(
     throw std::invalid_argument("kpl::nnls: b has " + std::to_string(b.extent(1)) +
                                 " rows, A has " + std::to_string(rows));
   if (solution.systems() != systems || std::int64_t(solution.x.extent(1)) != column_count ||
-      std::int64_t(solution.status.extent(0)) != systems)
+      std::int64_t(solution.status.extent(0)) != systems ||
+      std::int64_t(solution.column_changes.extent(0)) != systems)
     throw std::invalid_argument("kpl::nnls: the solution is not sized [systems, columns] = [" +
                                 std::to_string(systems) + ", " + std::to_string(column_count) +
                                 "]");
   if (systems == 0) return;
-  auto parameters = detail::nnls_parameters<T>(systems, rows, column_count, options);
+  auto parameters = detail::nnls_parameters<T>(systems, rows, column_count, options,
+                                               detail::runs_on_host_v<ExecutionSpace>);
 
   NnlsWorkspace<ExecutionSpace, T> local_workspace;
   auto& used = workspace ? *workspace : local_workspace;
@@ -215,7 +227,8 @@ void nnls_columns(
                                  static_cast<std::int64_t>(solution.x.stride(1)),
                                  solution.residual_norm.data(),
                                  solution.iterations.data(),
-                                 solution.status.data()};
+                                 solution.status.data(),
+                                 solution.column_changes.data()};
   detail::NnlsTeamSolve<T, Columns, ExecutionSpace> functor{columns,
                                                             b.data(),
                                                             static_cast<std::int64_t>(b.stride(0)),

@@ -80,9 +80,10 @@ template <class T>
 struct NnlsOutputs {
   T* x;  // [systems][columns]
   std::int64_t x_system_stride, x_column_stride;
-  T* residual_norm;  // [systems]
-  int* iterations;   // [systems]
-  int* status;       // [systems]
+  T* residual_norm;     // [systems]
+  int* iterations;      // [systems]
+  int* status;          // [systems]
+  int* column_changes;  // [systems][2]: QR updates (columns entered), downdates (left)
 };
 
 template <class T>
@@ -431,6 +432,7 @@ struct NnlsTeamSolve {
     int status = static_cast<int>(NnlsStatus::converged);
     int iterations = 0;
     int k = 0;
+    int updates = 0, downdates = 0;
     if (!finite_input) {
       status = static_cast<int>(NnlsStatus::numerical_issue);
     } else {
@@ -466,6 +468,7 @@ struct NnlsTeamSolve {
           continue;
         }
         ++k;
+        ++updates;
         // Steps 2-3: inner loop until the passive solution is positive.
         bool first = true;
         bool taken_back = false;
@@ -479,6 +482,7 @@ struct NnlsTeamSolve {
             Kokkos::single(Kokkos::PerTeam(member), [&] { s.position[entering] = rejected; });
             member.team_barrier();
             --k;
+            ++downdates;
             taken_back = true;
             break;
           }
@@ -521,6 +525,7 @@ struct NnlsTeamSolve {
               Kokkos::single(Kokkos::PerTeam(member), [&] { x_at(j) = T(0); });
               remove_column(member, s, p, k);
               --k;
+              ++downdates;
             }
           }
           member.team_barrier();
@@ -555,6 +560,8 @@ struct NnlsTeamSolve {
               : residual_norm;
       outputs.iterations[system] = iterations;
       outputs.status[system] = status;
+      outputs.column_changes[2 * system] = updates;
+      outputs.column_changes[2 * system + 1] = downdates;
     });
   }
 };
