@@ -1,0 +1,219 @@
+#include <kpl/config.hpp>
+#include <kpl/deconvolution.hpp>
+#include <kpl/error.hpp>
+#include <kpl/hdf5_io.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Timer.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+namespace kpl {
+namespace deconvolution_detail {
+
+struct InputShape {
+  std::int64_t waveforms, samples, pulse_length;
+  bool pulse_per_waveform;
+};
+
+InputShape check_input(const hdf5::InputFile& input) {
+  const std::string where = "'" + input.path() + "': ";
+  for (const char* name : {"/pulse", "/waveforms"})
+    if (!input.has_dataset(name)) throw input_error(where + "dataset " + name + " is missing");
+  const auto pulse = input.shape("/pulse");
+  const auto waveforms = input.shape("/waveforms");
+  if (waveforms.size() != 2)
+    throw input_error(where + "dataset /waveforms must be [waveforms, samples], not of rank " +
+                      std::to_string(waveforms.size()));
+  if (pulse.size() != 1 && pulse.size() != 2)
+    throw input_error(where + "dataset /pulse must be [L] or [waveforms, L], not of rank " +
+                      std::to_string(pulse.size()));
+  InputShape shape{std::int64_t(waveforms[0]), std::int64_t(waveforms[1]),
+                   std::int64_t(pulse.back()), pulse.size() == 2};
+  if (shape.waveforms == 0 || shape.samples == 0)
+    throw input_error(where + "dataset /waveforms is empty");
+  if (shape.pulse_length == 0) throw input_error(where + "dataset /pulse is empty");
+  if (shape.pulse_per_waveform) hdf5::require_matching_extent(input, "/pulse", 0, "/waveforms", 0);
+  if (shape.pulse_length > shape.samples)
+    throw input_error(where + "the pulse (" + std::to_string(shape.pulse_length) +
+                      " samples) is longer than the waveforms (" + std::to_string(shape.samples) +
+                      " samples)");
+  return shape;
+}
+
+template <class T>
+DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output_path,
+                         const DeconvolutionFileOptions& options) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Memory = Space::memory_space;
+  const InputShape shape = check_input(input);
+  const std::int64_t m = shape.samples, L = shape.pulse_length;
+  const std::int64_t per_waveform_bytes =
+      deconvolution_bytes_per_waveform<T>(m, L, shape.pulse_per_waveform, options.deconvolution);
+  if (options.memory_budget_bytes < per_waveform_bytes)
+    throw input_error("a memory budget of " + std::to_string(options.memory_budget_bytes) +
+                      " bytes is below what one waveform of " + std::to_string(m) +
+                      " samples needs (" + std::to_string(per_waveform_bytes) + " bytes)");
+  DeconvolutionSummary summary;
+  summary.waveforms = shape.waveforms;
+  summary.waveforms_per_chunk =
+      std::min(shape.waveforms, options.memory_budget_bytes / per_waveform_bytes);
+  const hdf5::ReadRequirements finite{true, false};
+
+  Kokkos::View<T**, Kokkos::LayoutRight, Memory> shared_pulse;
+  if (!shape.pulse_per_waveform) {
+    const auto pulse = input.read<T, 1>("/pulse", finite);
+    shared_pulse = Kokkos::View<T**, Kokkos::LayoutRight, Memory>("kpl::deconv::pulse", 1, L);
+    auto host = Kokkos::create_mirror_view(shared_pulse);
+    for (std::int64_t t = 0; t < L; ++t) host(0, t) = pulse(t);
+    Kokkos::deep_copy(shared_pulse, host);
+  }
+
+  hdf5::OutputFile output(output_path);
+  const std::size_t W = shape.waveforms;
+  output.create_dataset<T>("/x", {W, std::size_t(m)});
+  output.create_dataset<T>("/fit", {W, std::size_t(m)});
+  output.create_dataset<T>("/rnorm", {W});
+  output.create_dataset<std::int32_t>("/iterations", {W});
+  output.create_dataset<std::int32_t>("/status", {W});
+
+  const Space space;
+  NnlsWorkspace<Space, T> workspace;
+  Kokkos::Timer timer;
+  for (std::int64_t first = 0; first < shape.waveforms; first += summary.waveforms_per_chunk) {
+    const std::int64_t count = std::min(summary.waveforms_per_chunk, shape.waveforms - first);
+    const auto waveforms_host = input.read_rows<T, 2>("/waveforms", first, count, finite);
+    const auto waveforms = Kokkos::create_mirror_view_and_copy(Memory{}, waveforms_host);
+    Kokkos::View<T**, Kokkos::LayoutRight, Memory> pulses = shared_pulse;
+    if (shape.pulse_per_waveform)
+      pulses = Kokkos::create_mirror_view_and_copy(
+          Memory{}, input.read_rows<T, 2>("/pulse", first, count, finite));
+    NnlsSolution<Space, T> solution(count, m);
+    Kokkos::View<T**, Kokkos::LayoutRight, Memory> fit(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::deconv::fit"), count, m);
+    deconvolve<Space, T>(space, pulses, waveforms, solution, fit, options.deconvolution,
+                         &workspace);
+    const auto x = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.x);
+    const auto fit_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, fit);
+    const auto residual_norm =
+        Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.residual_norm);
+    const auto iterations =
+        Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.iterations);
+    const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.status);
+    output.write_rows("/x", first, x);
+    output.write_rows("/fit", first, fit_host);
+    output.write_rows("/rnorm", first, residual_norm);
+    output.write_rows("/iterations", first, iterations);
+    output.write_rows("/status", first, status);
+    for (std::int64_t w = 0; w < count; ++w) ++summary.status_counts[status(w)];
+    ++summary.chunks;
+  }
+  summary.seconds = timer.seconds();
+
+  output.write_attribute("/status", "meaning",
+                         "0 converged, 1 max_iterations, 2 numerical_issue, 3 passive_set_full");
+  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
+  output.write_attribute("/", "input", input.path());
+  output.write_attribute("/", "pulse_origin", to_string(options.deconvolution.origin));
+  output.write_attribute("/", "precision", options.single_precision ? "float" : "double");
+  const auto& nnls = options.deconvolution.nnls;
+  output.write_attribute("/", "max_iterations",
+                         std::int64_t(nnls.max_iterations > 0 ? nnls.max_iterations : 3 * m));
+  output.write_attribute("/", "tolerance", nnls.tolerance);
+  output.write_attribute("/", "tolerance_meaning",
+                         nnls.tolerance < 0 ? "default: 10 eps ||A||_1 max(m, n)" : "as given");
+  output.write_attribute("/", "max_passive",
+                         std::int64_t(nnls.max_passive > 0 ? nnls.max_passive : m));
+  output.write_attribute("/", "memory_budget_bytes", options.memory_budget_bytes);
+  output.write_attribute("/", "waveforms_per_chunk", summary.waveforms_per_chunk);
+  output.write_attribute("/", "execution_space", Space::name());
+  output.commit();
+  return summary;
+}
+
+}  // namespace deconvolution_detail
+
+DeconvolutionSummary deconvolve_file(const std::string& input_path, const std::string& output_path,
+                                     const DeconvolutionFileOptions& options) {
+  if (options.memory_budget_bytes <= 0) throw input_error("the memory budget must be positive");
+  const hdf5::InputFile input(input_path);
+  return options.single_precision ? deconvolution_detail::run<float>(input, output_path, options)
+                                  : deconvolution_detail::run<double>(input, output_path, options);
+}
+
+WaveformSimulator::WaveformSimulator(const DeconvolutionSimulation& simulation)
+    : simulation_(simulation), state_(simulation.seed) {
+  if (simulation.waveforms < 1) throw input_error("--waveforms must be at least 1");
+  if (simulation.samples < 2 * pulse_window)
+    throw input_error("--samples must be at least " + std::to_string(2 * pulse_window) +
+                      " (twice the 25-sample pulse window)");
+  if (!(simulation.noise >= 0) || !std::isfinite(simulation.noise))
+    throw input_error("--noise must be a finite standard deviation >= 0");
+}
+
+SimulatedWaveforms WaveformSimulator::next(std::int64_t count) {
+  const std::int64_t m = simulation_.samples, window = pulse_window;
+  // One generator per block, seeded from the stream: blocks are reproducible.
+  std::mt19937_64 generator(state_);
+  state_ = generator();
+  std::uniform_real_distribution<double> width(15.0, 25.0), amplitude(0.2, 1.0);
+  std::uniform_int_distribution<int> returns(1, 4);
+  std::uniform_int_distribution<std::int64_t> position(0, m - window);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  SimulatedWaveforms block{HostMatrix("waveforms", count, m), HostMatrix("pulse", count, window),
+                           HostMatrix("x_true", count, m)};
+  for (std::int64_t w = 0; w < count; ++w) {
+    // A Gaussian whose +-3 sigma spans `width` samples, centred in the
+    // window, peak 1.
+    const double sigma = width(generator) / 6.0;
+    for (std::int64_t t = 0; t < window; ++t) {
+      const double offset = (t - (window - 1) / 2.0) / sigma;
+      block.pulses(w, t) = std::exp(-0.5 * offset * offset);
+    }
+    const int return_count = returns(generator);
+    for (int r = 0; r < return_count; ++r)
+      block.truth(w, position(generator)) += amplitude(generator);
+    // y = A x with the causal Toeplitz A (origin "start"), plus noise.
+    for (std::int64_t i = 0; i < m; ++i) {
+      double value = 0;
+      for (std::int64_t t = 0; t < window && t <= i; ++t)
+        value += block.pulses(w, t) * block.truth(w, i - t);
+      block.waveforms(w, i) = value + simulation_.noise * noise(generator);
+    }
+  }
+  return block;
+}
+
+void simulate_deconvolution_file(const DeconvolutionSimulation& simulation,
+                                 const std::string& output_path) {
+  WaveformSimulator simulator(simulation);
+  const std::int64_t W = simulation.waveforms, m = simulation.samples;
+  const std::size_t window = WaveformSimulator::pulse_window;
+  hdf5::OutputFile output(output_path);
+  output.create_dataset<double>("/waveforms", {std::size_t(W), std::size_t(m)});
+  output.create_dataset<double>("/pulse", {std::size_t(W), window});
+  output.create_dataset<double>("/x_true", {std::size_t(W), std::size_t(m)});
+  const std::int64_t block = 4096;  // waveforms generated and written at a time
+  for (std::int64_t first = 0; first < W; first += block) {
+    const auto simulated = simulator.next(std::min(block, W - first));
+    output.write_rows("/waveforms", first, simulated.waveforms);
+    output.write_rows("/pulse", first, simulated.pulses);
+    output.write_rows("/x_true", first, simulated.truth);
+  }
+  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
+  output.write_attribute("/", "generator", "kpl simulate deconv");
+  output.write_attribute("/", "seed", std::int64_t(simulation.seed));
+  output.write_attribute("/", "noise_standard_deviation", simulation.noise);
+  output.write_attribute("/", "pulse_origin", "start");
+  output.write_attribute(
+      "/", "description",
+      "LVIS-like waveforms: per waveform a Gaussian transmit pulse (+-3 sigma spanning 15-25 "
+      "samples, peak 1) in a 25-sample window, 1-4 returns of amplitude U(0.2, 1) at uniform "
+      "positions, y = A x_true + N(0, noise^2), A[i, j] = pulse[i - j]");
+  output.commit();
+}
+
+}  // namespace kpl
