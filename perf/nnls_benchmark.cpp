@@ -64,8 +64,8 @@ void report_work(benchmark::State& state, const Solution& solution, double items
 }
 
 template <class Space, class T>
-void nnls_batch(benchmark::State& state, Matrix kind,
-                kpl::NnlsOrthogonalization orthogonalization) {
+void nnls_batch(benchmark::State& state, Matrix kind, kpl::NnlsOrthogonalization orthogonalization,
+                int team_threads = 0) {
   using Memory = typename Space::memory_space;
   const std::int64_t systems = state.range(0), size = 512;
   const auto a = make_matrix<T, Memory>(kind, size);
@@ -83,6 +83,7 @@ void nnls_batch(benchmark::State& state, Matrix kind,
   kpl::NnlsWorkspace<Space, T> workspace;
   kpl::NnlsOptions options;
   options.orthogonalization = orthogonalization;
+  options.team_threads = team_threads;
   for (auto _ : state) {
     kpl::nnls(space, a, b, solution, options, &workspace);
     space.fence();
@@ -151,6 +152,17 @@ void register_for() {
       benchmark->ArgName("systems")->UseRealTime()->Unit(benchmark::kMillisecond);
       for (int systems : {1, 24, 48, 96, 192}) benchmark->Arg(systems);
     }
+  }
+  if (!host && sizeof(T) == 8) {
+    // GPU threads per team (x 32 lanes): one system per team, 192 teams.
+    auto* threads = benchmark::RegisterBenchmark(
+        (std::string("nnls_team_threads/gauss512") + suffix + "/" + Space::name()).c_str(),
+        [](benchmark::State& state) {
+          nnls_batch<Space, T>(state, Matrix::shifted_gaussians,
+                               kpl::NnlsOrthogonalization::automatic, int(state.range(1)));
+        });
+    threads->ArgNames({"systems", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
+    for (int count : {2, 4, 8}) threads->Args({192, count});
   }
   auto* benchmark = benchmark::RegisterBenchmark(
       (std::string("deconv/lvis432") + suffix + "/" + Space::name()).c_str(),

@@ -85,7 +85,8 @@ struct SolverArguments {
   std::string orthogonalization = "automatic";
 };
 
-void add_solver_options(CLI::App* command, SolverArguments& arguments) {
+void add_solver_options(CLI::App* command, SolverArguments& arguments,
+                        const std::string& max_passive_default) {
   command->add_option("--precision", arguments.precision, "Arithmetic precision")
       ->check(CLI::IsMember({"double", "float"}))
       ->capture_default_str();
@@ -99,7 +100,8 @@ void add_solver_options(CLI::App* command, SolverArguments& arguments) {
       ->check(CLI::NonNegativeNumber);
   command
       ->add_option("--max-passive", arguments.nnls.max_passive,
-                   "Cap on the passive set per system; Q takes m x this memory (default min(m, n))")
+                   "Cap on the passive set per system; Q takes m x this memory (default " +
+                       max_passive_default + ")")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--orthogonalization", arguments.orthogonalization,
@@ -167,7 +169,7 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   nnls_command->add_option("--output", nnls_output, "HDF5 file to write")->required();
-  add_solver_options(nnls_command, nnls_arguments);
+  add_solver_options(nnls_command, nnls_arguments, "min(m, n)");
 
   std::string deconv_input, deconv_output, pulse_origin = "start";
   SolverArguments deconv_arguments;
@@ -193,7 +195,8 @@ int main(int argc, char** argv) {
                    "or 2GiB accepted); waveforms are solved and written chunk by chunk")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  add_solver_options(deconv_command, deconv_arguments);
+  add_solver_options(deconv_command, deconv_arguments,
+                     "adaptive: 64, doubled up to m for the waveforms that reach it");
 
   auto* simulate_command =
       app.add_subcommand("simulate", "Write simulated inputs for the other commands");
