@@ -390,18 +390,27 @@ struct NnlsTeamSolve {
     });
     member.team_barrier();
     for (int j = p; j < k - 1; ++j) {
-      // Every thread computes the same rotation from the same two numbers.
-      const T a = s.r[std::int64_t(j) * ld + j];
-      const T c_b = s.r[std::int64_t(j) * ld + j + 1];
-      const T scale = compat::math::fabs(a) + compat::math::fabs(c_b);
-      T cosine = T(1), sine = T(0), radius = a;
-      if (scale > T(0)) {
-        const T as = a / scale, bs = c_b / scale;
-        radius = scale * compat::math::sqrt(as * as + bs * bs);
-        cosine = a / radius;
-        sine = c_b / radius;
-      }
-      member.team_barrier();  // everyone has read R(j, j), R(j + 1, j)
+      // One thread computes the rotation and the team shares it (§3.4):
+      // only that thread reads R(j, j) and R(j + 1, j) before they change.
+      // (cosine, sine) travel as a Kokkos::complex: Kokkos 3.4's host team
+      // broadcast assigns through volatile, which complex supports.
+      Kokkos::complex<T> rotation;
+      Kokkos::single(
+          Kokkos::PerTeam(member),
+          [&](Kokkos::complex<T>& computed) {
+            const T a = s.r[std::int64_t(j) * ld + j];
+            const T b = s.r[std::int64_t(j) * ld + j + 1];
+            const T scale = compat::math::fabs(a) + compat::math::fabs(b);
+            computed = Kokkos::complex<T>(T(1), T(0));
+            if (scale > T(0)) {
+              const T a_scaled = a / scale, b_scaled = b / scale;
+              const T radius =
+                  scale * compat::math::sqrt(a_scaled * a_scaled + b_scaled * b_scaled);
+              computed = Kokkos::complex<T>(a / radius, b / radius);
+            }
+          },
+          rotation);
+      const T cosine = rotation.real(), sine = rotation.imag();
       Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k - 1 - j), [&](int offset) {
         const int column = j + offset;
         T* r_column = s.r + std::int64_t(column) * ld;
