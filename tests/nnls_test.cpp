@@ -172,20 +172,20 @@ Solved solve(const std::vector<Matrix>& matrices, const Matrix& b, const NnlsOpt
         for (std::int64_t j = 0; j < n; ++j) a_host(s, i, j) = T(matrices[s](i, j));
     Kokkos::deep_copy(a, a_host);
     kpl::nnls(space, a, b_device, solution, options);
-  } else if (storage == AStorage::shared_right) {
-    Kokkos::View<T**, Kokkos::LayoutRight, Memory> a("A", m, n);
-    auto a_host = Kokkos::create_mirror_view(a);
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) a_host(i, j) = T(matrices.front()(i, j));
-    Kokkos::deep_copy(a, a_host);
-    kpl::nnls(space, a, b_device, solution, options);
   } else {
-    Kokkos::View<T**, Kokkos::LayoutLeft, Memory> a("A", m, n);
-    auto a_host = Kokkos::create_mirror_view(a);
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) a_host(i, j) = T(matrices.front()(i, j));
-    Kokkos::deep_copy(a, a_host);
-    kpl::nnls(space, a, b_device, solution, options);
+    // One shared A, in the layout asked for.
+    const auto solve_shared = [&](auto a) {
+      auto a_host = Kokkos::create_mirror_view(a);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) a_host(i, j) = T(matrices.front()(i, j));
+      Kokkos::deep_copy(a, a_host);
+      kpl::nnls(space, a, b_device, solution, options);
+    };
+    if (storage == AStorage::shared_right) {
+      solve_shared(Kokkos::View<T**, Kokkos::LayoutRight, Memory>("A", m, n));
+    } else {
+      solve_shared(Kokkos::View<T**, Kokkos::LayoutLeft, Memory>("A", m, n));
+    }
   }
   space.fence();
   Solved solved{make_matrix(systems, n), {}, {}, {}};
