@@ -131,11 +131,8 @@ KPL_EXECUTION_SPACE_TEST(Deconvolution, ToeplitzColumnsMatchDenseMatrix) {
 
 template <class Space>
 void check_noise_free_recovery() {
-  kpl::DeconvolutionSimulation simulation;
-  simulation.waveforms = 40;
-  simulation.samples = 200;
-  simulation.noise = 0.0;
-  simulation.seed = 99;
+  const kpl::DeconvolutionSimulation simulation{/*waveforms*/ 40, /*samples*/ 200, /*seed*/ 99,
+                                                /*noise*/ 0.0};
   const auto simulated = kpl::WaveformSimulator(simulation).next(simulation.waveforms);
   const auto result = run_deconvolve<Space>(simulated.pulses, simulated.waveforms, {});
   for (std::int64_t w = 0; w < simulation.waveforms; ++w) {
@@ -156,11 +153,8 @@ void check_adaptive_cap() {
   // Noisy waveforms whose passive sets grow past small caps: starting at a
   // cap of 2 forces several rounds of re-solving; the answer must equal the
   // solve with no cap at all.
-  kpl::DeconvolutionSimulation simulation;
-  simulation.waveforms = 24;
-  simulation.samples = 120;
-  simulation.noise = 0.05;
-  simulation.seed = 5;
+  const kpl::DeconvolutionSimulation simulation{/*waveforms*/ 24, /*samples*/ 120, /*seed*/ 5,
+                                                /*noise*/ 0.05};
   const auto simulated = kpl::WaveformSimulator(simulation).next(simulation.waveforms);
   kpl::DeconvolutionOptions adaptive;
   adaptive.first_passive_cap = 2;

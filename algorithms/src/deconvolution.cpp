@@ -2,6 +2,7 @@
 #include <kpl/deconvolution.hpp>
 #include <kpl/error.hpp>
 #include <kpl/hdf5_io.hpp>
+#include <kpl/nnls_file.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Timer.hpp>
@@ -113,23 +114,12 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
   }
   summary.seconds = timer.seconds();
 
-  output.write_attribute("/status", "meaning",
-                         "0 converged, 1 max_iterations, 2 numerical_issue, 3 passive_set_full");
-  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
-  output.write_attribute("/", "input", input.path());
+  // Adaptive by default: the cap starts small and may grow to m.
+  detail::write_solver_settings(output, input.path(), options.deconvolution.nnls,
+                                options.single_precision, 3 * m, m);
   output.write_attribute("/", "pulse_origin", to_string(options.deconvolution.origin));
-  output.write_attribute("/", "precision", options.single_precision ? "float" : "double");
-  const auto& nnls = options.deconvolution.nnls;
-  output.write_attribute("/", "max_iterations",
-                         std::int64_t(nnls.max_iterations > 0 ? nnls.max_iterations : 3 * m));
-  output.write_attribute("/", "tolerance", nnls.tolerance);
-  output.write_attribute("/", "tolerance_meaning",
-                         nnls.tolerance < 0 ? "default: 10 eps ||A||_1 max(m, n)" : "as given");
-  output.write_attribute("/", "max_passive",
-                         std::int64_t(nnls.max_passive > 0 ? nnls.max_passive : m));
   output.write_attribute("/", "memory_budget_bytes", options.memory_budget_bytes);
   output.write_attribute("/", "waveforms_per_chunk", summary.waveforms_per_chunk);
-  output.write_attribute("/", "execution_space", Space::name());
   output.commit();
   return summary;
 }

@@ -101,29 +101,37 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
   output.write("/rnorm", residual_norm);
   output.write("/iterations", iterations);
   output.write("/status", status);
-  output.write_attribute("/status", "meaning",
-                         "0 converged, 1 max_iterations, 2 numerical_issue, 3 passive_set_full");
-  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
-  output.write_attribute("/", "input", input.path());
-  output.write_attribute("/", "precision", options.single_precision ? "float" : "double");
-  output.write_attribute(
-      "/", "max_iterations",
-      std::int64_t(options.nnls.max_iterations > 0 ? options.nnls.max_iterations : 3 * n));
-  output.write_attribute("/", "tolerance", options.nnls.tolerance);
-  output.write_attribute(
-      "/", "tolerance_meaning",
-      options.nnls.tolerance < 0 ? "default: 10 eps ||A||_1 max(m, n)" : "as given");
-  output.write_attribute(
-      "/", "max_passive",
-      std::int64_t(options.nnls.max_passive > 0 ? options.nnls.max_passive : std::min(m, n)));
-  output.write_attribute("/", "orthogonalization",
-                         orthogonalization_name(options.nnls.orthogonalization));
-  output.write_attribute("/", "execution_space", Space::name());
+  detail::write_solver_settings(output, input.path(), options.nnls, options.single_precision, 3 * n,
+                                std::min(m, n));
   output.commit();
   return summary;
 }
 
 }  // namespace nnls_file_detail
+
+namespace detail {
+void write_solver_settings(hdf5::OutputFile& output, const std::string& input_path,
+                           const NnlsOptions& options, bool single_precision,
+                           std::int64_t default_max_iterations, std::int64_t default_max_passive) {
+  output.write_attribute("/status", "meaning",
+                         "0 converged, 1 max_iterations, 2 numerical_issue, 3 passive_set_full");
+  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
+  output.write_attribute("/", "input", input_path);
+  output.write_attribute("/", "precision", single_precision ? "float" : "double");
+  output.write_attribute(
+      "/", "max_iterations",
+      std::int64_t(options.max_iterations > 0 ? options.max_iterations : default_max_iterations));
+  output.write_attribute("/", "tolerance", options.tolerance);
+  output.write_attribute("/", "tolerance_meaning",
+                         options.tolerance < 0 ? "default: 10 eps ||A||_1 max(m, n)" : "as given");
+  output.write_attribute(
+      "/", "max_passive",
+      std::int64_t(options.max_passive > 0 ? options.max_passive : default_max_passive));
+  output.write_attribute("/", "orthogonalization",
+                         nnls_file_detail::orthogonalization_name(options.orthogonalization));
+  output.write_attribute("/", "execution_space", Kokkos::DefaultExecutionSpace::name());
+}
+}  // namespace detail
 
 NnlsFileSummary solve_nnls_file(const std::string& input_path, const std::string& output_path,
                                 const NnlsFileOptions& options) {

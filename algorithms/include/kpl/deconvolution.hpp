@@ -85,13 +85,10 @@ std::int64_t deconvolution_bytes_per_waveform(std::int64_t samples, std::int64_t
                                               bool pulse_per_waveform,
                                               const DeconvolutionOptions& options) {
   const std::int64_t cap = deconvolution_first_passive_cap(samples, options);
-  // Detail: NnlsWorkspace's per-system need does not depend on the space.
-  using Pointers = detail::NnlsWorkspacePointers<T>;
-  const std::int64_t workspace = Pointers::values_needed(samples, samples, cap) * sizeof(T) +
-                                 Pointers::indices_needed(samples, cap) * sizeof(int);
-  const std::int64_t vectors = 3 * samples * sizeof(T) + sizeof(T) + 2 * sizeof(int) +
+  // Waveform, x and fit; residual norm; iterations, status, 2 column counts.
+  const std::int64_t vectors = 3 * samples * sizeof(T) + sizeof(T) + 4 * sizeof(int) +
                                (pulse_per_waveform ? pulse_length * sizeof(T) : 0);
-  return workspace + vectors;
+  return nnls_workspace_bytes_per_system<T>(samples, samples, cap) + vectors;
 }
 
 namespace detail {
@@ -159,8 +156,7 @@ void deconvolve(
   nnls_columns(space, columns, m, m, waveforms, solution, nnls_options, &used);
 
   const bool adaptive = options.nnls.max_passive <= 0;
-  const std::int64_t workspace_budget =
-      count * NnlsWorkspace<ExecutionSpace, T>::bytes_per_system(m, m, cap);
+  const std::int64_t workspace_budget = count * nnls_workspace_bytes_per_system<T>(m, m, cap);
   while (adaptive && cap < m) {
     // Which waveforms filled their passive set (status on the host: W ints).
     const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.status);
@@ -170,8 +166,8 @@ void deconvolve(
     if (full.empty()) break;
     cap = std::min<std::int64_t>(2 * cap, m);
     nnls_options.max_passive = static_cast<int>(cap);
-    const std::int64_t batch = std::max<std::int64_t>(
-        1, workspace_budget / NnlsWorkspace<ExecutionSpace, T>::bytes_per_system(m, m, cap));
+    const std::int64_t batch =
+        std::max<std::int64_t>(1, workspace_budget / nnls_workspace_bytes_per_system<T>(m, m, cap));
     for (std::size_t first = 0; first < full.size(); first += std::size_t(batch)) {
       const std::int64_t size = std::min<std::int64_t>(batch, std::int64_t(full.size() - first));
       Kokkos::View<int*, Memory> indices("kpl::deconvolution::retry_indices", size);

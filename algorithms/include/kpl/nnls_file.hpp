@@ -1,6 +1,7 @@
 // `kpl nnls`: batched NNLS on systems read from an HDF5 file.
 #pragma once
 
+#include <kpl/hdf5_io.hpp>
 #include <kpl/nnls.hpp>
 
 #include <cstdint>
@@ -29,5 +30,13 @@ struct NnlsFileSummary {
 // kpl::input_error naming the file and dataset.
 NnlsFileSummary solve_nnls_file(const std::string& input_path, const std::string& output_path,
                                 const NnlsFileOptions& options);
+
+namespace detail {
+// The settings `kpl nnls` and `kpl deconv` record as attributes of "/" (and
+// what /status means); defaults written as the values they resolve to.
+void write_solver_settings(hdf5::OutputFile& output, const std::string& input_path,
+                           const NnlsOptions& options, bool single_precision,
+                           std::int64_t default_max_iterations, std::int64_t default_max_passive);
+}  // namespace detail
 
 }  // namespace kpl

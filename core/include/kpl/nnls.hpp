@@ -98,19 +98,22 @@ struct NnlsSolution {
   std::int64_t systems() const { return static_cast<std::int64_t>(x.extent(0)); }
 };
 
-// Device memory the solver needs per system (Q, R and vectors); reuse one
-// across calls, e.g. chunk after chunk of a large batch.
+// Device memory the solver's workspace needs per system (Q, R and vectors),
+// whatever the execution space.
+template <class T>
+std::int64_t nnls_workspace_bytes_per_system(std::int64_t rows, std::int64_t columns,
+                                             std::int64_t max_passive) {
+  using Pointers = detail::NnlsWorkspacePointers<T>;
+  return Pointers::values_needed(rows, columns, max_passive) * std::int64_t(sizeof(T)) +
+         Pointers::indices_needed(columns, max_passive) * std::int64_t(sizeof(int));
+}
+
+// The solver's workspace; reuse one across calls, e.g. chunk after chunk of a
+// large batch.
 template <class ExecutionSpace, class T>
 class NnlsWorkspace {
  public:
   using memory_space = typename ExecutionSpace::memory_space;
-
-  static std::int64_t bytes_per_system(std::int64_t rows, std::int64_t columns,
-                                       std::int64_t max_passive) {
-    using Pointers = detail::NnlsWorkspacePointers<T>;
-    return Pointers::values_needed(rows, columns, max_passive) * std::int64_t(sizeof(T)) +
-           Pointers::indices_needed(columns, max_passive) * std::int64_t(sizeof(int));
-  }
 
   detail::NnlsWorkspacePointers<T> reserve(std::int64_t systems, std::int64_t rows,
                                            std::int64_t columns, std::int64_t max_passive) {

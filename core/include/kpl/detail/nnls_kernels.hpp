@@ -195,23 +195,6 @@ struct NnlsTeamSolve {
     return result;
   }
 
-  // Dot product of column j of A (on its support) with a vector of length
-  // rows, by the vector lanes of the calling thread.
-  template <class Vector>
-  KOKKOS_INLINE_FUNCTION Accumulator column_dot(const Member& member, std::int64_t system,
-                                                std::int64_t j, const Vector& vector) const {
-    const RowRange range = columns.rows_of(system, j);
-    Accumulator total = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, range.end - range.begin),
-        [&](const std::int64_t offset, Accumulator& partial) {
-          const std::int64_t i = range.begin + offset;
-          partial += Accumulator(columns(system, i, j)) * Accumulator(vector[i]);
-        },
-        total);
-    return total;
-  }
-
   // r = b - A x over the passive columns.
   KOKKOS_INLINE_FUNCTION void compute_residual(const Member& member, std::int64_t system,
                                                const NnlsSystemStorage<T>& s, const T* x,
@@ -547,7 +530,7 @@ struct NnlsTeamSolve {
       one_norm = n > 0 ? largest_sum : T(0);  // Max's identity is -infinity
     }
     const bool finite_input =
-        compat::math::isfinite(b_norm_squared) && compat::math::isfinite(one_norm) && n >= 0;
+        compat::math::isfinite(b_norm_squared) && compat::math::isfinite(one_norm);
     const T tolerance = parameters.tolerance >= T(0)
                             ? parameters.tolerance
                             : parameters.default_tolerance_factor * one_norm;
