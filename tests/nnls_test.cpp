@@ -363,7 +363,11 @@ void check_against_host_reference(AStorage storage) {
         EXPECT_LE(kkt.zero_set_gradient, 1e-10 * kkt_scale(a, b, s));
         EXPECT_LE(kkt.positive_gradient, 1e-10 * kkt_scale(a, b, s));
       } else {
-        EXPECT_LE(kkt.residual_norm, reference_kkt.residual_norm * (1 + 1e-4) + 1e-5);
+        // Rounding in A x grows with ||A|| ||x||: wide systems fit b exactly
+        // with large x, and float leaves ~1e-5 of it.
+        const double rounding_scale = std::max(1.0, one_norm(a) * max_abs(expected_x, 0));
+        EXPECT_LE(kkt.residual_norm,
+                  reference_kkt.residual_norm * (1 + 1e-4) + 1e-5 * rounding_scale);
         EXPECT_LE(kkt.zero_set_gradient, 1e-4 * kkt_scale(a, b, s));
         EXPECT_LE(kkt.positive_gradient, 1e-4 * kkt_scale(a, b, s));
       }

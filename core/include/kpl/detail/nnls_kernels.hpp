@@ -153,6 +153,24 @@ struct GroupSumsOp {
 };
 
 inline constexpr int back_substitution_block = 32;
+
+// Whether one thread's vector lanes are a CUDA warp that
+// synchronize_vector_lanes() can order (the warp-parallel back substitution).
+template <class ExecutionSpace>
+inline constexpr bool vector_lanes_are_warp_v =
+#ifdef KOKKOS_ENABLE_CUDA
+    std::is_same_v<ExecutionSpace, Kokkos::Cuda>;
+#else
+    false;
+#endif
+
+// Makes each lane's shared-memory writes visible to the other lanes of its
+// warp (Kokkos has no portable warp barrier; only the CUDA path calls it).
+KOKKOS_INLINE_FUNCTION void synchronize_vector_lanes() {
+#if defined(__CUDA_ARCH__)
+  __syncwarp();
+#endif
+}
 inline constexpr int not_passive = -1;
 inline constexpr int rejected = -2;  // excluded until the passive set next grows
 
@@ -387,12 +405,21 @@ struct NnlsTeamSolve {
   // ------------------------------------------ QR downdate (§3.4, Givens)
   // Removes the column at position p of P-hat from the k passive columns:
   // R's columns right of p shift left, leaving a Hessenberg band that
-  // rotations of rows (j, j+1), j = p..k-2, zero again; each rotation is
-  // applied to R, to Q's columns j and j+1 and to u.
+  // rotations of rows (j, j+1), j = p..k-2, zero again. Rotation j is
+  // computed by one thread and shared (§3.4) and applied to R's rows j and
+  // j+1 and to u; row j is then final, and row j+1 (the next rotation's top
+  // row) stays in team scratch, so a rotation step reads R from memory only
+  // once. Q's columns p..k-1 are rotated afterwards in one pass: each row of
+  // Q is an independent chain through all the rotations, with its loads
+  // issued ahead, instead of a team-wide step per rotation.
   KOKKOS_INLINE_FUNCTION void remove_column(const Member& member, const NnlsSystemStorage<T>& s,
                                             int p, int k) const {
     const std::int64_t m = parameters.rows;
     const int ld = parameters.max_passive;
+    // Free until the next passive solve: the rotations and R's running row.
+    T* cosines = s.right_hand_side;
+    T* sines = s.solution;
+    T* top_row = s.candidate;  // top_row[c]: R(j, c) after rotations p..j-1
     // Each thread owns rows of R, so shifting left in place has no race.
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k), [&](int row) {
       for (int column = p; column < k - 1; ++column)
@@ -406,56 +433,77 @@ struct NnlsTeamSolve {
       }
     });
     member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k - 1 - p), [&](int offset) {
+      top_row[p + offset] = s.r[std::int64_t(p + offset) * ld + p];
+    });
+    T u_top = s.q_transpose_b[p];  // used by the thread that computes rotations
+    member.team_barrier();
     for (int j = p; j < k - 1; ++j) {
-      // One thread computes the rotation and the team shares it (§3.4):
-      // only that thread reads R(j, j) and R(j + 1, j) before they change.
       // (cosine, sine) travel as a Kokkos::complex: Kokkos 3.4's host team
       // broadcast assigns through volatile, which complex supports.
       Kokkos::complex<T> rotation;
       Kokkos::single(
           Kokkos::PerTeam(member),
           [&](Kokkos::complex<T>& computed) {
-            const T a = s.r[std::int64_t(j) * ld + j];
+            const T a = top_row[j];
             const T b = s.r[std::int64_t(j) * ld + j + 1];
             const T scale = compat::math::fabs(a) + compat::math::fabs(b);
-            computed = Kokkos::complex<T>(T(1), T(0));
+            T cosine = T(1), sine = T(0), radius = a;
             if (scale > T(0)) {
               const T a_scaled = a / scale, b_scaled = b / scale;
-              const T radius =
-                  scale * compat::math::sqrt(a_scaled * a_scaled + b_scaled * b_scaled);
-              computed = Kokkos::complex<T>(a / radius, b / radius);
+              radius = scale * compat::math::sqrt(a_scaled * a_scaled + b_scaled * b_scaled);
+              cosine = a / radius;
+              sine = b / radius;
             }
+            computed = Kokkos::complex<T>(cosine, sine);
+            cosines[j] = cosine;
+            sines[j] = sine;
+            s.r[std::int64_t(j) * ld + j] = radius;
+            s.r[std::int64_t(j) * ld + j + 1] = T(0);
+            const T u_bottom = s.q_transpose_b[j + 1];
+            s.q_transpose_b[j] = cosine * u_top + sine * u_bottom;
+            u_top = -sine * u_top + cosine * u_bottom;
+            if (j == k - 2) s.q_transpose_b[j + 1] = u_top;
           },
           rotation);
       const T cosine = rotation.real(), sine = rotation.imag();
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k - 1 - j), [&](int offset) {
-        const int column = j + offset;
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k - 2 - j), [&](int offset) {
+        const int column = j + 1 + offset;
         T* r_column = s.r + std::int64_t(column) * ld;
-        const T top = r_column[j], bottom = r_column[j + 1];
+        const T top = top_row[column], bottom = r_column[j + 1];
         r_column[j] = cosine * top + sine * bottom;
-        r_column[j + 1] = column == j ? T(0) : -sine * top + cosine * bottom;
-      });
-      T* q_top = s.q + std::int64_t(j) * m;
-      T* q_bottom = s.q + std::int64_t(j + 1) * m;
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m), [&](std::int64_t i) {
-        const T top = q_top[i], bottom = q_bottom[i];
-        q_top[i] = cosine * top + sine * bottom;
-        q_bottom[i] = -sine * top + cosine * bottom;
-      });
-      Kokkos::single(Kokkos::PerTeam(member), [&] {
-        const T top = s.q_transpose_b[j], bottom = s.q_transpose_b[j + 1];
-        s.q_transpose_b[j] = cosine * top + sine * bottom;
-        s.q_transpose_b[j + 1] = -sine * top + cosine * bottom;
+        top_row[column] = -sine * top + cosine * bottom;
       });
       member.team_barrier();
     }
+    // R(k - 1, c) is outside the k - 1 columns' triangle: nothing to store.
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m), [&](std::int64_t i) {
+      T carried = s.q[std::int64_t(p) * m + i];
+      int j = p;
+      for (; j + 7 < k - 1; j += 8) {
+        T loaded[8];  // all eight loads in flight before the first use
+        for (int u = 0; u < 8; ++u) loaded[u] = s.q[std::int64_t(j + 1 + u) * m + i];
+        for (int u = 0; u < 8; ++u) {
+          s.q[std::int64_t(j + u) * m + i] = cosines[j + u] * carried + sines[j + u] * loaded[u];
+          carried = -sines[j + u] * carried + cosines[j + u] * loaded[u];
+        }
+      }
+      for (; j < k - 1; ++j) {
+        const T bottom = s.q[std::int64_t(j + 1) * m + i];
+        s.q[std::int64_t(j) * m + i] = cosines[j] * carried + sines[j] * bottom;
+        carried = -sines[j] * carried + cosines[j] * bottom;
+      }
+      s.q[std::int64_t(k - 1) * m + i] = carried;
+    });
+    member.team_barrier();
   }
 
   // z = R^{-1} u by blocked back substitution, 32 columns at a time from the
-  // bottom: one thread solves the block's triangle from a copy in team
-  // scratch (no team barrier per column: a barrier and an L2 round trip per
-  // column cost ~24 ms of a 70 ms gauss512 solve on the H100), then every
-  // thread subtracts the block's columns from the rows above it.
+  // bottom: the block's triangle is solved from a copy in team scratch by
+  // one warp on CUDA, one thread elsewhere (no team barrier per column: a
+  // barrier and an L2 round trip per column cost ~24 ms of a 70 ms gauss512
+  // solve on the H100), then every thread subtracts the block's columns
+  // from the rows above it.
   KOKKOS_INLINE_FUNCTION void solve_passive(const Member& member, const NnlsSystemStorage<T>& s,
                                             int k) const {
     const int ld = parameters.max_passive;
@@ -480,18 +528,45 @@ struct NnlsTeamSolve {
         triangle = s.triangle;
         triangle_ld = back_substitution_block;
       }
-      Kokkos::single(Kokkos::PerTeam(member), [&] {
-        for (int i = size - 1; i >= 0; --i) {
-          const T* column = triangle + i * triangle_ld;
-          const T z = s.right_hand_side[begin + i] / column[i];
-          s.solution[begin + i] = z;
-          for (int row = 0; row < i; ++row) s.right_hand_side[begin + row] -= column[row] * z;
+      if constexpr (vector_lanes_are_warp_v<ExecutionSpace>) {
+        // One warp, lane r holding row r's right-hand side: per column one
+        // multiply by the lane's precomputed reciprocal diagonal, one
+        // shared-memory broadcast, one fused multiply-add per lane (a single
+        // thread needs i operations for column i).
+        if (member.team_rank() == 0) {
+          Kokkos::parallel_for(
+              Kokkos::ThreadVectorRange(member, back_substitution_block), [&](int lane) {
+                const bool in_block = lane < size;
+                T remaining = in_block ? s.right_hand_side[begin + lane] : T(0);
+                const T reciprocal = in_block ? T(1) / triangle[lane * triangle_ld + lane] : T(0);
+                for (int i = size - 1; i >= 0; --i) {
+                  if (lane == i) s.solution[begin + i] = remaining * reciprocal;
+                  synchronize_vector_lanes();
+                  const T z = s.solution[begin + i];
+                  if (lane < i) remaining -= triangle[i * triangle_ld + lane] * z;
+                }
+              });
         }
-      });
+      } else {
+        Kokkos::single(Kokkos::PerTeam(member), [&] {
+          for (int i = size - 1; i >= 0; --i) {
+            const T* column = triangle + i * triangle_ld;
+            const T z = s.right_hand_side[begin + i] / column[i];
+            s.solution[begin + i] = z;
+            for (int row = 0; row < i; ++row) s.right_hand_side[begin + row] -= column[row] * z;
+          }
+        });
+      }
       member.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamVectorRange(member, begin), [&](int row) {
         Accumulator value[4] = {Accumulator(s.right_hand_side[row]), 0, 0, 0};
         int c = 0;
+        for (; c + 15 < size; c += 16) {
+          T loaded[16];  // all sixteen loads in flight before the first use
+          for (int u = 0; u < 16; ++u) loaded[u] = s.r[std::int64_t(begin + c + u) * ld + row];
+          for (int u = 0; u < 16; ++u)
+            value[u % 4] -= Accumulator(loaded[u]) * Accumulator(s.solution[begin + c + u]);
+        }
         for (; c + 3 < size; c += 4)
           for (int u = 0; u < 4; ++u)
             value[u] -= Accumulator(s.r[std::int64_t(begin + c + u) * ld + row]) *
