@@ -216,23 +216,23 @@ struct NnlsTeamSolve {
 
   // Dot products of one row vector with up to four columns, reduced by one
   // thread's vector lanes: sum over rows of load(row)[c] * weight(row).
-  // Each lane takes `rows_in_flight` rows spaced length / rows_in_flight
-  // apart (consecutive lanes still read consecutive rows) and issues all
-  // their loads before the first multiply: with 8 warps a team and a
-  // 128-register budget the compiler otherwise waits for each load before
-  // issuing the next, and the gradient ran at one L2 round trip per element
-  // (Nsight Compute, H100). Loads are unconditional (rows past the end
+  // On GPUs each lane takes several rows spaced length / rows apart
+  // (consecutive lanes still read consecutive rows) and issues all their
+  // loads before the first multiply: with 8 warps a team and a 128-register
+  // budget the compiler otherwise waits for each load before issuing the
+  // next, and the gradient ran at one L2 round trip per element (Nsight
+  // Compute, H100). Short ranges (a Toeplitz band) keep one row per lane so
+  // that the lanes stay busy. Loads are unconditional (rows past the end
   // re-read the last row with weight 0) so that none waits on a branch.
-  static constexpr int rows_in_flight = runs_on_host_v<ExecutionSpace> ? 1 : 4;
-  template <class Load, class Weight>
-  KOKKOS_INLINE_FUNCTION GroupSums<Accumulator> group_sums(const Member& member, int length,
-                                                           const Load& load,
-                                                           const Weight& weight) const {
-    const int slots = (length + rows_in_flight - 1) / rows_in_flight;
+  template <int Rows, class Load, class Weight>
+  KOKKOS_INLINE_FUNCTION GroupSums<Accumulator> group_sums_by(const Member& member, int length,
+                                                              const Load& load,
+                                                              const Weight& weight) const {
+    const int slots = (length + Rows - 1) / Rows;
     return vector_reduce(member, slots, GroupSumsOp<Accumulator>{}, [&](int slot) {
-      T values[rows_in_flight][columns_per_group];
-      T weights[rows_in_flight];
-      for (int u = 0; u < rows_in_flight; ++u) {
+      T values[Rows][columns_per_group];
+      T weights[Rows];
+      for (int u = 0; u < Rows; ++u) {
         const int offset = slot + u * slots;
         const int row = offset < length ? offset : length - 1;
         load(row, values[u]);
@@ -240,11 +240,22 @@ struct NnlsTeamSolve {
         if (offset >= length) weights[u] = T(0);
       }
       GroupSums<Accumulator> terms = GroupSumsOp<Accumulator>{}.identity();
-      for (int u = 0; u < rows_in_flight; ++u)
+      for (int u = 0; u < Rows; ++u)
         for (int c = 0; c < columns_per_group; ++c)
           terms.value[c] += Accumulator(values[u][c]) * Accumulator(weights[u]);
       return terms;
     });
+  }
+  template <class Load, class Weight>
+  KOKKOS_INLINE_FUNCTION GroupSums<Accumulator> group_sums(const Member& member, int length,
+                                                           const Load& load,
+                                                           const Weight& weight) const {
+    if constexpr (!runs_on_host_v<ExecutionSpace>) {
+      constexpr int lanes = 32;  // the GPU vector length nnls_columns launches with
+      if (length >= 8 * lanes) return group_sums_by<8>(member, length, load, weight);
+      if (length >= 4 * lanes) return group_sums_by<4>(member, length, load, weight);
+    }
+    return group_sums_by<1>(member, length, load, weight);
   }
 
   // r = b - A x over the passive columns.
@@ -254,13 +265,13 @@ struct NnlsTeamSolve {
     const T* b_system = b + system * b_system_stride;
     const std::int64_t x_stride = outputs.x_column_stride;
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parameters.rows), [&](std::int64_t i) {
-      // Eight loads in flight, four independent partial sums.
+      // Sixteen loads in flight, four independent partial sums.
       Accumulator value[4] = {Accumulator(b_system[i * b_row_stride]), 0, 0, 0};
       int p = 0;
-      for (; p + 7 < passive_count; p += 8) {
-        T loaded[8];  // all eight loads in flight before the first use
-        for (int u = 0; u < 8; ++u) loaded[u] = columns(system, i, s.passive[p + u]);
-        for (int u = 0; u < 8; ++u)
+      for (; p + 15 < passive_count; p += 16) {
+        T loaded[16];  // all sixteen loads in flight before the first use
+        for (int u = 0; u < 16; ++u) loaded[u] = columns(system, i, s.passive[p + u]);
+        for (int u = 0; u < 16; ++u)
           value[u % 4] -= Accumulator(loaded[u]) * Accumulator(x[s.passive[p + u] * x_stride]);
       }
       for (; p < passive_count; ++p) {
@@ -370,10 +381,11 @@ struct NnlsTeamSolve {
         Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m), [&](std::int64_t i) {
           Accumulator value[4] = {Accumulator(s.candidate[i]), 0, 0, 0};
           int p = 0;
-          for (; p + 7 < k; p += 8) {
-            T loaded[8];  // all eight loads in flight before the first use
-            for (int u = 0; u < 8; ++u) loaded[u] = s.q[std::int64_t(p + u) * m + i];
-            for (int u = 0; u < 8; ++u) value[u % 4] -= Accumulator(loaded[u]) * projections[p + u];
+          for (; p + 15 < k; p += 16) {
+            T loaded[16];  // all sixteen loads in flight before the first use
+            for (int u = 0; u < 16; ++u) loaded[u] = s.q[std::int64_t(p + u) * m + i];
+            for (int u = 0; u < 16; ++u)
+              value[u % 4] -= Accumulator(loaded[u]) * projections[p + u];
           }
           for (; p < k; ++p) value[0] -= Accumulator(s.q[std::int64_t(p) * m + i]) * projections[p];
           s.candidate[i] = T((value[0] + value[1]) + (value[2] + value[3]));
@@ -436,7 +448,11 @@ struct NnlsTeamSolve {
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k - 1 - p), [&](int offset) {
       top_row[p + offset] = s.r[std::int64_t(p + offset) * ld + p];
     });
-    T u_top = s.q_transpose_b[p];  // used by the thread that computes rotations
+    // Kept by the thread that computes the rotations: u's running entry and
+    // the next rotation's subdiagonal R(j + 1, j), loaded a step ahead (no
+    // rotation changes it before its own).
+    T u_top = s.q_transpose_b[p];
+    T subdiagonal = p < k - 1 ? s.r[std::int64_t(p) * ld + p + 1] : T(0);
     member.team_barrier();
     for (int j = p; j < k - 1; ++j) {
       // (cosine, sine) travel as a Kokkos::complex: Kokkos 3.4's host team
@@ -446,14 +462,19 @@ struct NnlsTeamSolve {
           Kokkos::PerTeam(member),
           [&](Kokkos::complex<T>& computed) {
             const T a = top_row[j];
-            const T b = s.r[std::int64_t(j) * ld + j + 1];
+            const T b = subdiagonal;
+            if (j + 1 < k - 1) subdiagonal = s.r[std::int64_t(j + 1) * ld + j + 2];
             const T scale = compat::math::fabs(a) + compat::math::fabs(b);
             T cosine = T(1), sine = T(0), radius = a;
             if (scale > T(0)) {
-              const T a_scaled = a / scale, b_scaled = b / scale;
-              radius = scale * compat::math::sqrt(a_scaled * a_scaled + b_scaled * b_scaled);
-              cosine = a / radius;
-              sine = b / radius;
+              // Scaled against overflow; two divisions instead of four.
+              const T inverse_scale = T(1) / scale;
+              const T a_scaled = a * inverse_scale, b_scaled = b * inverse_scale;
+              const T hypotenuse = compat::math::sqrt(a_scaled * a_scaled + b_scaled * b_scaled);
+              const T inverse_hypotenuse = T(1) / hypotenuse;
+              radius = scale * hypotenuse;
+              cosine = a_scaled * inverse_hypotenuse;
+              sine = b_scaled * inverse_hypotenuse;
             }
             computed = Kokkos::complex<T>(cosine, sine);
             cosines[j] = cosine;
