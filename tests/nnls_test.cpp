@@ -454,6 +454,31 @@ void check_special_systems() {
       EXPECT_LE(max_abs_difference(row(solved.x, s), expected_x, 0), 1e-9);
     }
   }
+  // Banded matrices, one per system, each with an all-zero column: the
+  // solver reads only each column's non-zero rows (DenseColumns::row_ranges).
+  {
+    const int m = 70, n = 45, systems = 3;
+    std::vector<Matrix> matrices;
+    for (int s = 0; s < systems; ++s) {
+      Matrix a = random_matrix(m, n, generator);
+      const int half_width = 3 + 5 * s;
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j)
+          if (std::abs(i - j * m / n) > half_width || j == 10 + s) a(i, j) = 0.0;
+      matrices.push_back(a);
+    }
+    const Matrix b = random_matrix(systems, m, generator);
+    const auto solved = solve<Space, double>(matrices, b, {}, AStorage::per_system_right);
+    for (int s = 0; s < systems; ++s) {
+      const auto expected = reference_nnls(matrices[s], row(b, s).values);
+      EXPECT_EQ(solved.status[s], int(NnlsStatus::converged));
+      Matrix expected_x = make_matrix(1, n);
+      expected_x.values = expected;
+      EXPECT_LE(max_abs_difference(row(solved.x, s), expected_x, 0),
+                1e-9 * std::max(max_abs(expected_x, 0), 1.0));
+      EXPECT_EQ(solved.x(s, 10 + s), 0.0);
+    }
+  }
 }
 KPL_EXECUTION_SPACE_TEST(Nnls, SpecialSystems) { check_special_systems<TypeParam>(); }
 

@@ -324,20 +324,16 @@ struct NnlsTeamSolve {
     const std::int64_t m = parameters.rows;
     const int ld = parameters.max_passive;
     T* r_column = s.r + std::int64_t(k) * ld;
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m),
-                         [&](std::int64_t i) { s.candidate[i] = T(0); });
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k + 1),
                          [&](std::int64_t i) { r_column[i] = T(0); });
-    member.team_barrier();
+    // The candidate (a_j, zero outside its band) and its norm in one pass.
     const RowRange range = columns.rows_of(system, j);
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, range.end - range.begin),
-                         [&](std::int64_t offset) {
-                           const std::int64_t i = range.begin + offset;
-                           s.candidate[i] = columns(system, i, j);
-                         });
+    const T column_norm = T(compat::math::sqrt(team_sum(member, m, [&](std::int64_t i) {
+      const T value = i >= range.begin && i < range.end ? columns(system, i, j) : T(0);
+      s.candidate[i] = value;
+      return value * value;
+    })));
     member.team_barrier();
-    const T column_norm = T(compat::math::sqrt(
-        team_sum(member, m, [&](std::int64_t i) { return s.candidate[i] * s.candidate[i]; })));
 
     if (parameters.modified_gram_schmidt) {
       // Modified Gram-Schmidt: project out q_0, q_1, ... one after another,
@@ -393,17 +389,21 @@ struct NnlsTeamSolve {
         member.team_barrier();
       }
     }
-    const T diagonal = T(compat::math::sqrt(
-        team_sum(member, m, [&](std::int64_t i) { return s.candidate[i] * s.candidate[i]; })));
+    // R(k, k) = ||candidate|| and u_k = q_k^T b = candidate^T b / R(k, k):
+    // one reduction of two sums.
+    const T* b_system = b + system * b_system_stride;
+    const auto sums = team_combine(member, m, GroupSumsOp<Accumulator>{}, [&](std::int64_t i) {
+      const Accumulator value = s.candidate[i];
+      return GroupSums<Accumulator>{
+          {value * value, value * Accumulator(b_system[i * b_row_stride]), 0, 0}};
+    });
+    const T diagonal = T(compat::math::sqrt(sums.value[0]));
     const T independence = column_norm > T(0) ? diagonal / column_norm : T(0);
     if (!(independence > parameters.dependence_threshold)) return independence;
+    const T u_new = T(sums.value[1] / Accumulator(diagonal));
     T* q_new = s.q + std::int64_t(k) * m;
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m),
                          [&](std::int64_t i) { q_new[i] = s.candidate[i] / diagonal; });
-    member.team_barrier();
-    const T* b_system = b + system * b_system_stride;
-    const T u_new = T(
-        team_sum(member, m, [&](std::int64_t i) { return q_new[i] * b_system[i * b_row_stride]; }));
     Kokkos::single(Kokkos::PerTeam(member), [&] {
       r_column[k] = diagonal;
       s.q_transpose_b[k] = u_new;
@@ -417,13 +417,15 @@ struct NnlsTeamSolve {
   // ------------------------------------------ QR downdate (§3.4, Givens)
   // Removes the column at position p of P-hat from the k passive columns:
   // R's columns right of p shift left, leaving a Hessenberg band that
-  // rotations of rows (j, j+1), j = p..k-2, zero again. Rotation j is
-  // computed by one thread and shared (§3.4) and applied to R's rows j and
-  // j+1 and to u; row j is then final, and row j+1 (the next rotation's top
-  // row) stays in team scratch, so a rotation step reads R from memory only
-  // once. Q's columns p..k-1 are rotated afterwards in one pass: each row of
-  // Q is an independent chain through all the rotations, with its loads
-  // issued ahead, instead of a team-wide step per rotation.
+  // rotations of rows (j, j+1), j = p..k-2, zero again. Each rotation is
+  // computed once, by the thread that owns column j when its diagonal
+  // becomes final, and shared through team scratch (§3.4). Threads own
+  // R's columns: applying rotation j makes row j final and leaves row j+1
+  // (the next rotation's top row) in team scratch, so a rotation step reads
+  // R from memory once and costs one team barrier. u and Q's columns
+  // p..k-1 are rotated afterwards in one pass each: every row of Q is an
+  // independent chain through all the rotations, with its loads issued
+  // ahead, instead of a team-wide step per rotation.
   KOKKOS_INLINE_FUNCTION void remove_column(const Member& member, const NnlsSystemStorage<T>& s,
                                             int p, int k) const {
     const std::int64_t m = parameters.rows;
@@ -433,8 +435,17 @@ struct NnlsTeamSolve {
     T* sines = s.solution;
     T* top_row = s.candidate;  // top_row[c]: R(j, c) after rotations p..j-1
     // Each thread owns rows of R, so shifting left in place has no race.
+    // Sixteen loads are issued before their stores: one by one, each store
+    // may overwrite the next load's source as far as the compiler knows, and
+    // the shift ran at one L2 round trip per column.
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k), [&](int row) {
-      for (int column = p; column < k - 1; ++column)
+      int column = p;
+      for (; column + 16 < k; column += 16) {
+        T loaded[16];
+        for (int u = 0; u < 16; ++u) loaded[u] = s.r[std::int64_t(column + 1 + u) * ld + row];
+        for (int u = 0; u < 16; ++u) s.r[std::int64_t(column + u) * ld + row] = loaded[u];
+      }
+      for (; column < k - 1; ++column)
         s.r[std::int64_t(column) * ld + row] = s.r[std::int64_t(column + 1) * ld + row];
     });
     Kokkos::single(Kokkos::PerTeam(member), [&] {
@@ -445,58 +456,59 @@ struct NnlsTeamSolve {
       }
     });
     member.team_barrier();
+    if (p == k - 1) return;  // the last column: nothing to rotate
+    // Rotation j is computed by the thread that has just brought column j's
+    // diagonal up to date (no separate step, one barrier per rotation).
+    const auto rotate_rows = [&](int j, T a, T b) {
+      const T scale = compat::math::fabs(a) + compat::math::fabs(b);
+      T cosine = T(1), sine = T(0), radius = a;
+      if (scale > T(0)) {
+        // Scaled against overflow; two divisions instead of four.
+        const T inverse_scale = T(1) / scale;
+        const T a_scaled = a * inverse_scale, b_scaled = b * inverse_scale;
+        const T hypotenuse = compat::math::sqrt(a_scaled * a_scaled + b_scaled * b_scaled);
+        const T inverse_hypotenuse = T(1) / hypotenuse;
+        radius = scale * hypotenuse;
+        cosine = a_scaled * inverse_hypotenuse;
+        sine = b_scaled * inverse_hypotenuse;
+      }
+      cosines[j] = cosine;
+      sines[j] = sine;
+      s.r[std::int64_t(j) * ld + j] = radius;
+      s.r[std::int64_t(j) * ld + j + 1] = T(0);
+    };
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k - 1 - p), [&](int offset) {
-      top_row[p + offset] = s.r[std::int64_t(p + offset) * ld + p];
+      const T* r_column = s.r + std::int64_t(p + offset) * ld;
+      if (offset == 0)
+        rotate_rows(p, r_column[p], r_column[p + 1]);
+      else
+        top_row[p + offset] = r_column[p];
     });
-    // Kept by the thread that computes the rotations: u's running entry and
-    // the next rotation's subdiagonal R(j + 1, j), loaded a step ahead (no
-    // rotation changes it before its own).
-    T u_top = s.q_transpose_b[p];
-    T subdiagonal = p < k - 1 ? s.r[std::int64_t(p) * ld + p + 1] : T(0);
     member.team_barrier();
-    for (int j = p; j < k - 1; ++j) {
-      // (cosine, sine) travel as a Kokkos::complex: Kokkos 3.4's host team
-      // broadcast assigns through volatile, which complex supports.
-      Kokkos::complex<T> rotation;
-      Kokkos::single(
-          Kokkos::PerTeam(member),
-          [&](Kokkos::complex<T>& computed) {
-            const T a = top_row[j];
-            const T b = subdiagonal;
-            if (j + 1 < k - 1) subdiagonal = s.r[std::int64_t(j + 1) * ld + j + 2];
-            const T scale = compat::math::fabs(a) + compat::math::fabs(b);
-            T cosine = T(1), sine = T(0), radius = a;
-            if (scale > T(0)) {
-              // Scaled against overflow; two divisions instead of four.
-              const T inverse_scale = T(1) / scale;
-              const T a_scaled = a * inverse_scale, b_scaled = b * inverse_scale;
-              const T hypotenuse = compat::math::sqrt(a_scaled * a_scaled + b_scaled * b_scaled);
-              const T inverse_hypotenuse = T(1) / hypotenuse;
-              radius = scale * hypotenuse;
-              cosine = a_scaled * inverse_hypotenuse;
-              sine = b_scaled * inverse_hypotenuse;
-            }
-            computed = Kokkos::complex<T>(cosine, sine);
-            cosines[j] = cosine;
-            sines[j] = sine;
-            s.r[std::int64_t(j) * ld + j] = radius;
-            s.r[std::int64_t(j) * ld + j + 1] = T(0);
-            const T u_bottom = s.q_transpose_b[j + 1];
-            s.q_transpose_b[j] = cosine * u_top + sine * u_bottom;
-            u_top = -sine * u_top + cosine * u_bottom;
-            if (j == k - 2) s.q_transpose_b[j + 1] = u_top;
-          },
-          rotation);
-      const T cosine = rotation.real(), sine = rotation.imag();
+    for (int j = p; j + 1 < k - 1; ++j) {
+      const T cosine = cosines[j], sine = sines[j];
       Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k - 2 - j), [&](int offset) {
         const int column = j + 1 + offset;
         T* r_column = s.r + std::int64_t(column) * ld;
         const T top = top_row[column], bottom = r_column[j + 1];
         r_column[j] = cosine * top + sine * bottom;
-        top_row[column] = -sine * top + cosine * bottom;
+        const T next_top = -sine * top + cosine * bottom;
+        if (offset == 0)
+          rotate_rows(j + 1, next_top, r_column[j + 2]);
+        else
+          top_row[column] = next_top;
       });
       member.team_barrier();
     }
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      T top = s.q_transpose_b[p];
+      for (int j = p; j < k - 1; ++j) {
+        const T bottom = s.q_transpose_b[j + 1];
+        s.q_transpose_b[j] = cosines[j] * top + sines[j] * bottom;
+        top = -sines[j] * top + cosines[j] * bottom;
+      }
+      s.q_transpose_b[k - 1] = top;
+    });
     // R(k - 1, c) is outside the k - 1 columns' triangle: nothing to store.
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m), [&](std::int64_t i) {
       T carried = s.q[std::int64_t(p) * m + i];
@@ -753,16 +765,20 @@ struct NnlsTeamSolve {
           });
           member.team_barrier();
           // Columns at or below zero leave, rightmost first so the positions
-          // still to be visited do not shift.
-          for (int p = k - 1; p >= 0; --p) {
-            const int j = s.passive[p];
-            if (x_at(j) <= T(0)) {
-              member.team_barrier();
-              Kokkos::single(Kokkos::PerTeam(member), [&] { x_at(j) = T(0); });
-              remove_column(member, s, p, k);
-              --k;
-              ++downdates;
-            }
+          // still to be visited do not shift. Each is found by a team
+          // reduction: a scan by every thread, position by position, waited
+          // on two dependent loads per position.
+          for (int bound = k; bound > 0;) {
+            const auto leaving = team_combine(member, bound, ArgMax<T>{}, [&](std::int64_t p) {
+              return x_at(s.passive[p]) <= T(0) ? ValueIndex<T>{T(p), p} : ValueIndex<T>{T(0), -1};
+            });
+            if (leaving.index < 0) break;
+            const int p = static_cast<int>(leaving.index);
+            Kokkos::single(Kokkos::PerTeam(member), [&] { x_at(s.passive[p]) = T(0); });
+            remove_column(member, s, p, k);
+            --k;
+            ++downdates;
+            bound = p;
           }
           member.team_barrier();
           if (iterations >= parameters.max_iterations) {
