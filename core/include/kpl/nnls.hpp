@@ -253,13 +253,17 @@ void nnls_columns(
     Policy policy(space, systems, 1, 32);
     using Scratch = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space,
                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-    const std::size_t scratch =
+    std::size_t scratch =
         2 * Scratch::shmem_size(rows) + 2 * Scratch::shmem_size(parameters.max_passive) +
         Scratch::shmem_size(detail::back_substitution_block * detail::back_substitution_block);
     // Up to 32 KiB per team: the rest of the 48 KiB every GPU gives a block
     // without opting in is left to Kokkos' own team reductions.
     if (scratch <= 32 * 1024) {
       functor.parameters.vectors_in_scratch = true;
+      if (scratch + Scratch::shmem_size(column_count) <= 32 * 1024) {
+        functor.parameters.gradient_in_scratch = true;
+        scratch += Scratch::shmem_size(column_count);
+      }
       policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
     }
     // A caller's request is clamped to what the kernel's registers allow.

@@ -77,6 +77,7 @@ struct NnlsParameters {
   bool modified_gram_schmidt;     // false: classical Gram-Schmidt applied twice
   bool passive_capped_by_caller;  // max_passive < min(rows, columns)
   bool vectors_in_scratch;        // residual, candidate, back substitution in team scratch
+  bool gradient_in_scratch;       // w too (read by the argmax right after it is written)
 };
 
 template <class T>
@@ -632,6 +633,7 @@ struct NnlsTeamSolve {
       s.solution = Scratch(member.team_scratch(0), kmax).data();
       s.triangle =
           Scratch(member.team_scratch(0), back_substitution_block * back_substitution_block).data();
+      if (parameters.gradient_in_scratch) s.gradient = Scratch(member.team_scratch(0), n).data();
     }
     T* x = outputs.x + system * outputs.x_system_stride;
     const auto x_at = [&](std::int64_t j) -> T& { return x[j * outputs.x_column_stride]; };
