@@ -300,7 +300,8 @@ struct NnlsTeamSolve {
         if (other.end > range.end) range.end = other.end;
       }
       if (range.end < range.begin) range.end = range.begin;
-      // Columns past the last re-read column `first`; their sums are dropped.
+      // A group's slots past its last column re-read column `first`; their
+      // sums are dropped.
       const auto sums = group_sums(
           member, int(range.end - range.begin),
           [&](int offset, T* values) {
@@ -510,7 +511,6 @@ struct NnlsTeamSolve {
       }
       s.q_transpose_b[k - 1] = top;
     });
-    // R(k - 1, c) is outside the k - 1 columns' triangle: nothing to store.
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m), [&](std::int64_t i) {
       T carried = s.q[std::int64_t(p) * m + i];
       int j = p;
