@@ -64,8 +64,7 @@ void report_work(benchmark::State& state, const Solution& solution, double items
 }
 
 template <class Space, class T>
-void nnls_batch(benchmark::State& state, Matrix kind, kpl::NnlsOrthogonalization orthogonalization,
-                int team_threads = 0) {
+void nnls_batch(benchmark::State& state, Matrix kind, kpl::NnlsOptions options) {
   using Memory = typename Space::memory_space;
   const std::int64_t systems = state.range(0), size = 512;
   const auto a = make_matrix<T, Memory>(kind, size);
@@ -81,9 +80,6 @@ void nnls_batch(benchmark::State& state, Matrix kind, kpl::NnlsOrthogonalization
   const Space space;
   kpl::NnlsSolution<Space, T> solution(systems, size);
   kpl::NnlsWorkspace<Space, T> workspace;
-  kpl::NnlsOptions options;
-  options.orthogonalization = orthogonalization;
-  options.team_threads = team_threads;
   for (auto _ : state) {
     kpl::nnls(space, a, b, solution, options, &workspace);
     space.fence();
@@ -141,16 +137,25 @@ void register_for() {
                                    std::pair{"uniform512", Matrix::uniform}}) {
     for (const auto orthogonalization : {kpl::NnlsOrthogonalization::classical_twice,
                                          kpl::NnlsOrthogonalization::modified_gram_schmidt}) {
-      const std::string method = orthogonalization == kpl::NnlsOrthogonalization::classical_twice
-                                     ? "classical-twice"
-                                     : "modified-gram-schmidt";
-      auto* benchmark = benchmark::RegisterBenchmark(
-          (std::string("nnls/") + name + suffix + "/" + method + "/" + Space::name()).c_str(),
-          [kind = kind, orthogonalization](benchmark::State& state) {
-            nnls_batch<Space, T>(state, kind, orthogonalization);
-          });
-      benchmark->ArgName("systems")->UseRealTime()->Unit(benchmark::kMillisecond);
-      for (int systems : {1, 24, 48, 96, 192}) benchmark->Arg(systems);
+      for (const auto gradient :
+           {kpl::NnlsGradient::from_residual, kpl::NnlsGradient::from_cross_products}) {
+        kpl::NnlsOptions options;
+        options.orthogonalization = orthogonalization;
+        options.gradient = gradient;
+        const std::string method =
+            std::string(orthogonalization == kpl::NnlsOrthogonalization::classical_twice
+                            ? "classical-twice"
+                            : "modified-gram-schmidt") +
+            (gradient == kpl::NnlsGradient::from_residual ? "/gradient-from-residual"
+                                                          : "/gradient-from-cross-products");
+        auto* benchmark = benchmark::RegisterBenchmark(
+            (std::string("nnls/") + name + suffix + "/" + method + "/" + Space::name()).c_str(),
+            [kind = kind, options](benchmark::State& state) {
+              nnls_batch<Space, T>(state, kind, options);
+            });
+        benchmark->ArgName("systems")->UseRealTime()->Unit(benchmark::kMillisecond);
+        for (int systems : {1, 24, 48, 96, 192}) benchmark->Arg(systems);
+      }
     }
   }
   if (!host && sizeof(T) == 8) {
@@ -158,8 +163,9 @@ void register_for() {
     auto* threads = benchmark::RegisterBenchmark(
         (std::string("nnls_team_threads/gauss512") + suffix + "/" + Space::name()).c_str(),
         [](benchmark::State& state) {
-          nnls_batch<Space, T>(state, Matrix::shifted_gaussians,
-                               kpl::NnlsOrthogonalization::automatic, int(state.range(1)));
+          kpl::NnlsOptions options;
+          options.team_threads = int(state.range(1));
+          nnls_batch<Space, T>(state, Matrix::shifted_gaussians, options);
         });
     threads->ArgNames({"systems", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
     for (int count : {2, 4, 8}) threads->Args({192, count});

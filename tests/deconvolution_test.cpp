@@ -329,6 +329,14 @@ TEST_F(DeconvolutionFiles, NnlsFileMatchesScipyAndChecksShapes) {
   const auto reference =
       kpl::hdf5::InputFile(data + "nnls_exact80x25_ref.h5").read<double, 2>("/x_ref");
   for (std::size_t i = 0; i < x.span(); ++i) EXPECT_NEAR(x.data()[i], reference.data()[i], 1e-8);
+  EXPECT_EQ(kpl::hdf5::InputFile(path("x.h5")).read_string_attribute("/", "gradient"), "automatic");
+  // The gradient from A^T A (the shared /A) gives the same solutions.
+  kpl::NnlsFileOptions cross_products;
+  cross_products.nnls.gradient = kpl::NnlsGradient::from_cross_products;
+  kpl::solve_nnls_file(data + "nnls_exact80x25.h5", path("x_cross.h5"), cross_products);
+  const auto x_cross = kpl::hdf5::InputFile(path("x_cross.h5")).read<double, 2>("/x");
+  for (std::size_t i = 0; i < x.span(); ++i)
+    EXPECT_NEAR(x_cross.data()[i], reference.data()[i], 1e-8);
   // One system as /b [m], and A per system [B, m, n].
   {
     kpl::hdf5::OutputFile output(path("single.h5"));
@@ -348,6 +356,14 @@ TEST_F(DeconvolutionFiles, NnlsFileMatchesScipyAndChecksShapes) {
   EXPECT_NEAR(x_single(0, 1), 2.0, 1e-14);
   EXPECT_NEAR(x_single(1, 0), 0.0, 1e-14);
   EXPECT_NEAR(x_single(1, 1), 3.0, 1e-14);
+  try {  // cross products need one shared A
+    kpl::solve_nnls_file(path("single.h5"), path("never.h5"), cross_products);
+    ADD_FAILURE() << "no error";
+  } catch (const kpl::input_error& error) {
+    EXPECT_TRUE(std::regex_search(std::string(error.what()), std::regex("shared.*\\[B, m, n\\]")))
+        << error.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("never.h5")));
   {
     kpl::hdf5::OutputFile output(path("mismatch.h5"));
     HostMatrix a("A", 4, 3), b("b", 2, 5);

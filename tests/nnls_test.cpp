@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -293,14 +294,24 @@ void check_reference_cases() {
   const std::vector<std::string> unique = {"rand256", "exact80x25"};
   const std::vector<std::string> all = {"rand256",      "exact80x25", "gauss512",    "hilbert20",
                                         "rankdef60x30", "wide50x100", "zerocol40x12"};
-  for (const auto orthogonalization : {kpl::NnlsOrthogonalization::classical_twice,
-                                       kpl::NnlsOrthogonalization::modified_gram_schmidt}) {
+  for (const auto& [orthogonalization, gradient] :
+       {std::pair{kpl::NnlsOrthogonalization::classical_twice, kpl::NnlsGradient::from_residual},
+        std::pair{kpl::NnlsOrthogonalization::modified_gram_schmidt,
+                  kpl::NnlsGradient::from_residual},
+        std::pair{kpl::NnlsOrthogonalization::classical_twice,
+                  kpl::NnlsGradient::from_cross_products},
+        std::pair{kpl::NnlsOrthogonalization::modified_gram_schmidt,
+                  kpl::NnlsGradient::from_cross_products}}) {
     NnlsOptions options;
     options.orthogonalization = orthogonalization;
+    options.gradient = gradient;
     for (const auto& name : all) {
-      SCOPED_TRACE(name + (orthogonalization == kpl::NnlsOrthogonalization::classical_twice
-                               ? " classical twice"
-                               : " modified Gram-Schmidt"));
+      SCOPED_TRACE(name +
+                   (orthogonalization == kpl::NnlsOrthogonalization::classical_twice
+                        ? " classical twice"
+                        : " modified Gram-Schmidt") +
+                   (gradient == kpl::NnlsGradient::from_residual ? ", gradient from residual"
+                                                                 : ", gradient from A^T A"));
       const auto c = load_case(name);
       const auto solved = solve<Space, double>({c.a}, c.b, options);
       const bool compare_x = std::find(unique.begin(), unique.end(), name) != unique.end();
@@ -331,7 +342,10 @@ const std::vector<Size> sizes = {{1, 1},   {1, 5},   {5, 1},    {17, 33},
                                  {33, 17}, {40, 40}, {100, 37}, {130, 97}};
 
 template <class Space, class T>
-void check_against_host_reference(AStorage storage) {
+void check_against_host_reference(AStorage storage,
+                                  kpl::NnlsGradient gradient = kpl::NnlsGradient::automatic) {
+  NnlsOptions options;
+  options.gradient = gradient;
   std::mt19937_64 generator(20261122);
   for (const auto size : sizes) {
     SCOPED_TRACE(std::to_string(size.rows) + " x " + std::to_string(size.columns));
@@ -340,7 +354,7 @@ void check_against_host_reference(AStorage storage) {
     for (std::int64_t s = 0; s < (storage == AStorage::per_system_right ? systems : 1); ++s)
       matrices.push_back(random_matrix(size.rows, size.columns, generator));
     const Matrix b = random_matrix(systems, size.rows, generator);
-    const auto solved = solve<Space, T>(matrices, b, {}, storage);
+    const auto solved = solve<Space, T>(matrices, b, options, storage);
     for (std::int64_t s = 0; s < systems; ++s) {
       SCOPED_TRACE("system " + std::to_string(s));
       const Matrix& a = matrices[storage == AStorage::per_system_right ? s : 0];
@@ -375,16 +389,25 @@ void check_against_host_reference(AStorage storage) {
   }
 }
 KPL_EXECUTION_SPACE_TEST(Nnls, HostReferenceSharedLayoutLeftDouble) {
-  check_against_host_reference<TypeParam, double>(AStorage::shared_left);
+  check_against_host_reference<TypeParam, double>(AStorage::shared_left,
+                                                  kpl::NnlsGradient::from_residual);
+  check_against_host_reference<TypeParam, double>(AStorage::shared_left,
+                                                  kpl::NnlsGradient::from_cross_products);
 }
 KPL_EXECUTION_SPACE_TEST(Nnls, HostReferenceSharedLayoutRightDouble) {
-  check_against_host_reference<TypeParam, double>(AStorage::shared_right);
+  check_against_host_reference<TypeParam, double>(AStorage::shared_right,
+                                                  kpl::NnlsGradient::from_residual);
+  check_against_host_reference<TypeParam, double>(AStorage::shared_right,
+                                                  kpl::NnlsGradient::from_cross_products);
 }
 KPL_EXECUTION_SPACE_TEST(Nnls, HostReferencePerSystemDouble) {
   check_against_host_reference<TypeParam, double>(AStorage::per_system_right);
 }
 KPL_EXECUTION_SPACE_TEST(Nnls, HostReferenceFloat) {
-  check_against_host_reference<TypeParam, float>(AStorage::shared_left);
+  check_against_host_reference<TypeParam, float>(AStorage::shared_left,
+                                                 kpl::NnlsGradient::from_residual);
+  check_against_host_reference<TypeParam, float>(AStorage::shared_left,
+                                                 kpl::NnlsGradient::from_cross_products);
   check_against_host_reference<TypeParam, float>(AStorage::per_system_right);
 }
 
@@ -561,8 +584,8 @@ struct QrSequence {
   Kokkos::View<const int*, typename Space::memory_space> operations;
   Kokkos::View<int, typename Space::memory_space> passive_count;
   KOKKOS_INLINE_FUNCTION void operator()(const typename Solver::Member& member) const {
-    const auto storage =
-        solver.workspace.system(0, solver.parameters.rows, solver.parameters.max_passive);
+    const auto storage = solver.workspace.system(
+        0, solver.parameters.rows, solver.parameters.columns, solver.parameters.max_passive);
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, solver.parameters.columns),
                          [&](std::int64_t j) { storage.position[j] = kpl::detail::not_passive; });
     member.team_barrier();
@@ -698,6 +721,14 @@ void check_errors() {
   EXPECT_THROW(kpl::nnls(space, a, b, solution, zero_iterations), std::invalid_argument);
   Kokkos::View<double***, Memory> per_system("A", 3, 5, 3);
   EXPECT_THROW(kpl::nnls(space, per_system, b, solution), std::invalid_argument);
+  // Cross products need one A for the whole batch.
+  NnlsOptions cross_products;
+  cross_products.gradient = kpl::NnlsGradient::from_cross_products;
+  Kokkos::View<double***, Memory> two_systems("A", 2, 5, 3);
+  EXPECT_THROW(kpl::nnls(space, two_systems, b, solution, cross_products), std::invalid_argument);
+  const kpl::DenseColumns<double> dense{a.data(), 0, 1, 5, 5};
+  EXPECT_THROW(kpl::nnls_columns(space, dense, 5, 3, b, solution, cross_products),
+               std::invalid_argument);
   EXPECT_EQ(kpl::to_string(NnlsStatus::passive_set_full), "passive_set_full");
 }
 KPL_EXECUTION_SPACE_TEST(Nnls, Errors) { check_errors<TypeParam>(); }

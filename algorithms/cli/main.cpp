@@ -83,6 +83,7 @@ struct SolverArguments {
   std::string precision = "double";
   kpl::NnlsOptions nnls;
   std::string orthogonalization = "automatic";
+  std::string gradient = "automatic";
 };
 
 void add_solver_options(CLI::App* command, SolverArguments& arguments,
@@ -118,6 +119,10 @@ kpl::NnlsOptions solver_options(const SolverArguments& arguments) {
                               : arguments.orthogonalization == "classical-twice"
                                   ? kpl::NnlsOrthogonalization::classical_twice
                                   : kpl::NnlsOrthogonalization::automatic;
+  options.gradient = arguments.gradient == "residual" ? kpl::NnlsGradient::from_residual
+                     : arguments.gradient == "cross-products"
+                         ? kpl::NnlsGradient::from_cross_products
+                         : kpl::NnlsGradient::automatic;
   return options;
 }
 
@@ -170,6 +175,15 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   nnls_command->add_option("--output", nnls_output, "HDF5 file to write")->required();
   add_solver_options(nnls_command, nnls_arguments, "min(m, n)");
+  nnls_command
+      ->add_option(
+          "--gradient", nnls_arguments.gradient,
+          "Where the gradient A^T (b - A x) comes from after x changes: residual (A "
+          "read every time) or cross-products (A^T A formed once; a shared /A only). "
+          "automatic: cross-products for a shared /A unless A^T A (n x n) would be larger than /A "
+          "and 2^23 values")
+      ->check(CLI::IsMember({"automatic", "residual", "cross-products"}))
+      ->capture_default_str();
 
   std::string deconv_input, deconv_output, pulse_origin = "start";
   SolverArguments deconv_arguments;

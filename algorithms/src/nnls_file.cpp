@@ -11,6 +11,18 @@
 namespace kpl {
 namespace nnls_file_detail {
 
+std::string gradient_name(NnlsGradient gradient) {
+  switch (gradient) {
+    case NnlsGradient::from_residual:
+      return "residual";
+    case NnlsGradient::from_cross_products:
+      return "cross-products";
+    case NnlsGradient::automatic:
+      break;
+  }
+  return "automatic";
+}
+
 std::string orthogonalization_name(NnlsOrthogonalization orthogonalization) {
   switch (orthogonalization) {
     case NnlsOrthogonalization::modified_gram_schmidt:
@@ -54,6 +66,10 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
     hdf5::require_matching_extent(input, "/A", per_system ? 1 : 0, "/b", b_shape.size() - 1);
   if (per_system && std::int64_t(a_shape[0]) != systems)
     hdf5::require_matching_extent(input, "/A", 0, "/b", 0);
+  if (per_system && options.nnls.gradient == NnlsGradient::from_cross_products)
+    throw input_error(where +
+                      "the gradient from cross products needs one /A [m, n] shared by all "
+                      "systems; this /A is [B, m, n]");
 
   // On the device A is stored column by column (each system's A^T row-major),
   // so a column's rows are contiguous and the solver's loads coalesce.
@@ -80,7 +96,15 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
   const Space space;
   NnlsSolution<Space, T> solution(systems, n);
   Kokkos::Timer timer;
-  nnls_columns(space, columns, m, n, b_device, solution, options.nnls);
+  if (per_system) {
+    nnls_columns(space, columns, m, n, b_device, solution, options.nnls);
+  } else {
+    // Through kpl::nnls, which forms A^T A for the gradient where that pays.
+    const Kokkos::View<const T**, Kokkos::LayoutLeft, Memory,
+                       Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+        shared(transposed.data(), m, n);
+    nnls(space, shared, b_device, solution, options.nnls);
+  }
   space.fence();
   NnlsFileSummary summary;
   summary.seconds = timer.seconds();
@@ -129,6 +153,7 @@ void write_solver_settings(hdf5::OutputFile& output, const std::string& input_pa
       std::int64_t(options.max_passive > 0 ? options.max_passive : default_max_passive));
   output.write_attribute("/", "orthogonalization",
                          nnls_file_detail::orthogonalization_name(options.orthogonalization));
+  output.write_attribute("/", "gradient", nnls_file_detail::gradient_name(options.gradient));
   output.write_attribute("/", "execution_space", Kokkos::DefaultExecutionSpace::name());
 }
 }  // namespace detail

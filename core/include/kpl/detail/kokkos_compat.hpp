@@ -6,6 +6,7 @@
 #pragma once
 
 #include <KokkosBlas2_gemv.hpp>
+#include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <string>
@@ -72,6 +73,20 @@ void kokkos_blas_gemv(const ExecutionSpace& space, const char* transpose,
     return;
   }
   KokkosBlas::gemv(transpose, alpha, A, x, beta, y);
+#endif
+}
+
+// C = alpha op(A) op(B) + beta C on `space`; Kokkos Kernels 3.4 has no
+// execution-space argument, so there the call waits for `space` first.
+template <class ExecutionSpace, class AView, class BView, class CView>
+void kokkos_blas_gemm(const ExecutionSpace& space, const char* transpose_a, const char* transpose_b,
+                      typename AView::const_value_type& alpha, const AView& A, const BView& B,
+                      typename CView::const_value_type& beta, const CView& C) {
+#if KPL_KOKKOS_4
+  KokkosBlas::gemm(space, transpose_a, transpose_b, alpha, A, B, beta, C);
+#else
+  space.fence();
+  KokkosBlas::gemm(transpose_a, transpose_b, alpha, A, B, beta, C);
 #endif
 }
 

@@ -58,6 +58,7 @@ struct NnlsSystemStorage {
   T* residual;         // b - A x, [rows]
   T* candidate;        // the entering column as it is orthogonalised, [rows]
   T* gradient;         // w = A^T (b - A x), [columns]
+  T* b_projections;    // A^T b, [columns] (kept only when w comes from A^T A)
   T* triangle;         // a 32 x 32 diagonal block of R in team scratch, or nullptr
   int* passive;        // passive[p]: the column at position p of P-hat
   int* position;       // position[j]: j's place in P-hat, or not_passive / rejected
@@ -99,13 +100,15 @@ struct NnlsWorkspacePointers {
 
   KOKKOS_INLINE_FUNCTION static std::int64_t values_needed(std::int64_t rows, std::int64_t columns,
                                                            std::int64_t max_passive) {
-    return max_passive * rows + max_passive * max_passive + 3 * max_passive + 2 * rows + columns;
+    return max_passive * rows + max_passive * max_passive + 3 * max_passive + 2 * rows +
+           2 * columns;
   }
   KOKKOS_INLINE_FUNCTION static std::int64_t indices_needed(std::int64_t columns,
                                                             std::int64_t max_passive) {
     return max_passive + columns;
   }
   KOKKOS_INLINE_FUNCTION NnlsSystemStorage<T> system(std::int64_t s, std::int64_t rows,
+                                                     std::int64_t columns,
                                                      std::int64_t max_passive) const {
     T* v = values + s * values_per_system;
     int* i = indices + s * indices_per_system;
@@ -125,6 +128,8 @@ struct NnlsWorkspacePointers {
     storage.candidate = v;
     v += rows;
     storage.gradient = v;
+    v += columns;
+    storage.b_projections = v;
     storage.triangle = nullptr;
     storage.passive = i;
     storage.position = i + max_passive;
@@ -188,6 +193,10 @@ struct NnlsTeamSolve {
   NnlsParameters<T> parameters;
   NnlsWorkspacePointers<T> workspace;
   NnlsOutputs<T> outputs;
+  // A^T A (column j at cross_products + j * cross_products_stride) when A is
+  // shared and the gradient comes from cross products; nullptr otherwise.
+  const T* cross_products = nullptr;
+  std::int64_t cross_products_stride = 0;
 
   // ---------------------------------------------------------- team helpers
   template <class Element>
@@ -259,29 +268,63 @@ struct NnlsTeamSolve {
     return group_sums_by<1>(member, length, load, weight);
   }
 
-  // r = b - A x over the passive columns.
-  KOKKOS_INLINE_FUNCTION void compute_residual(const Member& member, std::int64_t system,
-                                               const NnlsSystemStorage<T>& s, const T* x,
-                                               int passive_count) const {
-    const T* b_system = b + system * b_system_stride;
+  // target[i] = base(i) - sum over the passive columns j of entry(i, j) x_j,
+  // for i < length: the residual r = b - A x (entry = A) and the gradient
+  // from cross products w = A^T b - (A^T A) x (entry = A^T A).
+  template <class Base, class Entry>
+  KOKKOS_INLINE_FUNCTION void subtract_passive_product(const Member& member, std::int64_t length,
+                                                       const Base& base, const Entry& entry,
+                                                       const NnlsSystemStorage<T>& s, const T* x,
+                                                       int passive_count, T* target) const {
     const std::int64_t x_stride = outputs.x_column_stride;
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parameters.rows), [&](std::int64_t i) {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, length), [&](std::int64_t i) {
       // Sixteen loads in flight, four independent partial sums.
-      Accumulator value[4] = {Accumulator(b_system[i * b_row_stride]), 0, 0, 0};
+      Accumulator value[4] = {Accumulator(base(i)), 0, 0, 0};
       int p = 0;
       for (; p + 15 < passive_count; p += 16) {
         T loaded[16];  // all sixteen loads in flight before the first use
-        for (int u = 0; u < 16; ++u) loaded[u] = columns(system, i, s.passive[p + u]);
+        for (int u = 0; u < 16; ++u) loaded[u] = entry(i, s.passive[p + u]);
         for (int u = 0; u < 16; ++u)
           value[u % 4] -= Accumulator(loaded[u]) * Accumulator(x[s.passive[p + u] * x_stride]);
       }
       for (; p < passive_count; ++p) {
         const int j = s.passive[p];
-        value[0] -= Accumulator(columns(system, i, j)) * Accumulator(x[j * x_stride]);
+        value[0] -= Accumulator(entry(i, j)) * Accumulator(x[j * x_stride]);
       }
-      s.residual[i] = T((value[0] + value[1]) + (value[2] + value[3]));
+      target[i] = T((value[0] + value[1]) + (value[2] + value[3]));
     });
     member.team_barrier();
+  }
+
+  // r = b - A x over the passive columns.
+  KOKKOS_INLINE_FUNCTION void compute_residual(const Member& member, std::int64_t system,
+                                               const NnlsSystemStorage<T>& s, const T* x,
+                                               int passive_count) const {
+    const T* b_system = b + system * b_system_stride;
+    subtract_passive_product(
+        member, parameters.rows, [&](std::int64_t i) { return b_system[i * b_row_stride]; },
+        [&](std::int64_t i, int j) { return columns(system, i, j); }, s, x, passive_count,
+        s.residual);
+  }
+
+  // The gradient after x changed. From the residual, every column of A is
+  // read (m n values); from the cross products (a shared A, Bro & de Jong's
+  // "fast NNLS" precomputation), w = A^T b - (A^T A)_P x_P reads one column
+  // of A^T A per passive column (n |P| values). The passive columns' w, zero
+  // in exact arithmetic, is computed too and never read.
+  KOKKOS_INLINE_FUNCTION void update_gradient(const Member& member, std::int64_t system,
+                                              const NnlsSystemStorage<T>& s, const T* x,
+                                              int passive_count) const {
+    if (cross_products == nullptr) {
+      compute_residual(member, system, s, x, passive_count);
+      compute_gradient(member, system, s);
+      return;
+    }
+    const std::int64_t stride = cross_products_stride;
+    subtract_passive_product(
+        member, parameters.columns, [&](std::int64_t j) { return s.b_projections[j]; },
+        [&](std::int64_t j, int column) { return cross_products[column * stride + j]; }, s, x,
+        passive_count, s.gradient);
   }
 
   // w_j = a_j^T r for every column not in the passive set.
@@ -619,7 +662,7 @@ struct NnlsTeamSolve {
     const std::int64_t system = member.league_rank();
     const std::int64_t m = parameters.rows;
     const std::int64_t n = parameters.columns;
-    NnlsSystemStorage<T> s = workspace.system(system, m, parameters.max_passive);
+    NnlsSystemStorage<T> s = workspace.system(system, m, n, parameters.max_passive);
     if (parameters.vectors_in_scratch) {
       // The vectors every step reads back right after another thread wrote
       // them live in team scratch (shared memory on GPUs): a back
@@ -686,8 +729,14 @@ struct NnlsTeamSolve {
     if (!finite_input) {
       status = static_cast<int>(NnlsStatus::numerical_issue);
     } else {
+      // x = 0: r = b and w = A^T b.
       compute_residual(member, system, s, x, 0);
       compute_gradient(member, system, s);
+      if (cross_products != nullptr) {
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n),
+                             [&](std::int64_t j) { s.b_projections[j] = s.gradient[j]; });
+        member.team_barrier();
+      }
       bool finished = false;
       while (!finished) {
         // Step 1 (Algorithm 1): the zero-set column with the largest gradient.
@@ -792,8 +841,7 @@ struct NnlsTeamSolve {
         }
         if (finished) break;
         if (taken_back) continue;  // x did not change
-        compute_residual(member, system, s, x, k);
-        compute_gradient(member, system, s);
+        update_gradient(member, system, s, x, k);
       }
     }
     if (status == static_cast<int>(NnlsStatus::numerical_issue)) {
