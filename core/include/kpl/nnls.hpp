@@ -52,7 +52,8 @@ enum class NnlsOrthogonalization {
 
 // Where the gradient w = A^T (b - A x) comes from after each change of x.
 enum class NnlsGradient {
-  automatic,            // cross products for a shared A unless A^T A outgrows A and 2^23 values
+  automatic,            // cross products for a shared A (on CPUs from two systems on) unless A^T A
+                        // outgrows A and 2^23 values
   from_residual,        // r = b - A x, then A^T r: all of A read every outer iteration
   from_cross_products,  // A^T b - (A^T A) x with A^T A formed once: needs a shared A
 };
@@ -345,14 +346,17 @@ void nnls(
         "kpl::nnls: the gradient from cross products needs one A shared by all systems");
   // A shared A's cross products are formed once for the whole batch (one
   // gemm, m n^2 multiply-adds); every outer iteration of every system then
-  // reads n |P| values instead of A's m n. Measured faster on the H100 and on
-  // CPU cores even for one system (perf/RESULTS.md); automatic takes them
-  // unless A^T A (n x n) would need more memory than A and 2^23 values.
+  // reads n |P| values instead of A's m n. Measured (perf/RESULTS.md): faster
+  // on the H100 from one system on, on a CPU from two (one uniform512 system
+  // on one core: 7.3 ms from the residual, 8.0 with the gemm). Automatic
+  // takes them there unless A^T A (n x n) would outgrow A and 2^23 values.
+  const std::int64_t systems = static_cast<std::int64_t>(b.extent(0));
   const bool cross_products_fit = columns <= rows || columns * columns <= (std::int64_t(1) << 23);
+  const bool cross_products_pay = !detail::runs_on_host_v<ExecutionSpace> || systems >= 2;
   const bool use_cross_products =
-      AView::rank == 2 && b.extent(0) > 0 && rows > 0 && columns > 0 &&
+      AView::rank == 2 && systems > 0 && rows > 0 && columns > 0 &&
       (options.gradient == NnlsGradient::from_cross_products ||
-       (options.gradient == NnlsGradient::automatic && cross_products_fit));
+       (options.gradient == NnlsGradient::automatic && cross_products_fit && cross_products_pay));
   if (!use_cross_products) {  // (also every empty case)
     detail::solve_nnls(space, dense, rows, columns, b, solution, options, workspace, nullptr, 0);
     return;
