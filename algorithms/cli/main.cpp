@@ -180,8 +180,8 @@ int main(int argc, char** argv) {
           "--gradient", nnls_arguments.gradient,
           "Where the gradient A^T (b - A x) comes from after x changes: residual (A "
           "read every time) or cross-products (A^T A formed once; a shared /A only). "
-          "automatic: cross-products for a shared /A unless A^T A (n x n) would be larger than /A "
-          "and 2^23 values")
+          "automatic: cross-products for a shared /A (on CPUs for two or more systems) unless "
+          "A^T A (n x n) would be larger than /A and 2^23 values")
       ->check(CLI::IsMember({"automatic", "residual", "cross-products"}))
       ->capture_default_str();
 
