@@ -166,7 +166,18 @@ def read_results(output):
         entries = {}
         context = {}
         for json_path in sorted(backend_directory.glob("*.json")):
-            data = json.loads(json_path.read_text())
+            text = json_path.read_text()
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                # An interrupted run: Google Benchmark streams its JSON, so
+                # everything up to the last finished benchmark is there.
+                try:
+                    data = json.loads(text.rstrip().rstrip(",") + "\n]}")
+                except json.JSONDecodeError:
+                    log(f"skipping {json_path}: not Google Benchmark JSON")
+                    continue
+                log(f"{json_path} was cut short; summarizing the benchmarks that finished")
             context = data.get("context", context)
             for entry in data.get("benchmarks", []):
                 if entry.get("run_type", "iteration") != "iteration" or "error_occurred" in entry:

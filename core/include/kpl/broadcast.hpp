@@ -335,9 +335,16 @@ void launch_scratch(const ExecutionSpace& space, const Op& op, const BroadcastPl
   const std::int64_t tile_columns =
       host ? std::min<std::int64_t>(columns, 4096) : std::min<std::int64_t>(columns, team_size);
   const std::int64_t column_tiles = (columns + tile_columns - 1) / tile_columns;
+  const auto available =
+      static_cast<std::size_t>(Kokkos::TeamPolicy<ExecutionSpace>::scratch_size_max(0));
   if (sliding_factor == 0) {
     sliding_factor = automatic_sliding_factor(rows, host ? 1 : column_tiles * team_size,
                                               space.concurrency(), host, 64);
+    // Chosen for parallelism; halved until the tile fits a team's scratch
+    // memory (a staged column vector takes one value per row of the tile).
+    while (sliding_factor > 1 && Kernel::scratch_bytes(std::min(sliding_factor, rows), tile_columns,
+                                                       a_staging, b_staging) > available)
+      sliding_factor = (sliding_factor + 1) / 2;
   }
   sliding_factor = std::min(sliding_factor, rows);  // a tile holds at most every row
   const std::int64_t row_tiles = (rows + sliding_factor - 1) / sliding_factor;
@@ -348,8 +355,6 @@ void launch_scratch(const ExecutionSpace& space, const Op& op, const BroadcastPl
   }
   const std::size_t bytes =
       Kernel::scratch_bytes(sliding_factor, tile_columns, a_staging, b_staging);
-  const auto available =
-      static_cast<std::size_t>(Kokkos::TeamPolicy<ExecutionSpace>::scratch_size_max(0));
   if (bytes > available) {
     throw std::invalid_argument("kpl::broadcast: the scratch variant's tile needs " +
                                 std::to_string(bytes) + " bytes of scratch memory, a team has " +
