@@ -163,7 +163,7 @@ def read_results(output):
     """{backend: {name: benchmark entry}} from OUTPUT/<backend>/*.json."""
     results = {}
     for backend_directory in sorted(p for p in output.iterdir() if p.is_dir()):
-        entries = {}
+        entries, skipped = {}, {}
         context = {}
         for json_path in sorted(backend_directory.glob("*.json")):
             text = json_path.read_text()
@@ -180,11 +180,15 @@ def read_results(output):
                 log(f"{json_path} was cut short; summarizing the benchmarks that finished")
             context = data.get("context", context)
             for entry in data.get("benchmarks", []):
-                if entry.get("run_type", "iteration") != "iteration" or "error_occurred" in entry:
+                if entry.get("run_type", "iteration") != "iteration":
+                    continue
+                if entry.get("error_occurred"):
+                    skipped[entry["name"]] = entry.get("error_message", "")
                     continue
                 entries[entry["name"]] = entry
-        if entries:
-            results[backend_directory.name] = {"entries": entries, "context": context}
+        if entries or skipped:
+            results[backend_directory.name] = {"entries": entries, "context": context,
+                                               "skipped": skipped}
     return results
 
 
@@ -288,6 +292,9 @@ def write_summary(output, results):
             figure_text = f"{format_value(value)} {unit}" if value is not None else "—"
             lines.append(f"| `{name}` | {format_time(seconds(entry))} | {figure_text} | "
                          f"{of_ceiling} | {baseline} | {versus} |")
+        if data["skipped"]:
+            lines += ["", "Skipped by the benchmark itself (the case does not apply):", ""]
+            lines += [f"- `{name}`: {message}" for name, message in data["skipped"].items()]
     (output / "summary.md").write_text("\n".join(lines) + "\n")
     log(f"wrote {output / 'summary.md'}")
 
@@ -391,26 +398,38 @@ def plot_broadcast(plt, directory, backend, entries):
 
 
 def plot_nnls(plt, directory, backend, entries):
-    """Luo & Duraiswami Tables 7.1-7.3 as a plot: time against systems."""
+    """Luo & Duraiswami Tables 7.1-7.3 as a plot: time against systems, one
+    panel per matrix; colour = precision and orthogonalisation, solid = the
+    gradient from cross products, dashed = from the residual."""
     pattern = re.compile(rf"nnls/([^/]+)/(float|double)/([^/]+)/([^/]+)/{backend}/systems:(\d+)/")
     series = {}
     for name, entry in entries.items():
         match = pattern.match(name)
         if match:
             matrix, precision, method, gradient, systems = match.groups()
-            label = f"{matrix} {precision}, {method}, {gradient.replace('gradient-from-', '')}"
-            series.setdefault(label, []).append((int(systems), seconds(entry) * 1e3))
+            series.setdefault((matrix, precision, method, gradient), []).append(
+                (int(systems), seconds(entry) * 1e3))
     if not series:
         return []
-    figure_, axis = plt.subplots(figsize=(8, 5))
-    for label in sorted(series):
-        points = sorted(series[label])
-        axis.loglog([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
-    axis.set_xlabel("systems in the batch")
-    axis.set_ylabel("ms per batch")
-    axis.grid(True, which="both", alpha=0.3)
-    axis.legend(fontsize=7)
-    axis.set_title(f"batched NNLS, 512 x 512, {backend} (after Luo & Duraiswami Tables 7.1-7.3)")
+    matrices = sorted({k[0] for k in series})
+    colours = {}
+    figure_, axes = plt.subplots(1, len(matrices), figsize=(6.5 * len(matrices), 4.8),
+                                 squeeze=False)
+    for column, matrix in enumerate(matrices):
+        axis = axes[0][column]
+        for key in sorted(k for k in series if k[0] == matrix):
+            _, precision, method, gradient = key
+            colour = colours.setdefault((precision, method), f"C{len(colours) % 10}")
+            points = sorted(series[key])
+            axis.loglog([p[0] for p in points], [p[1] for p in points], marker="o", color=colour,
+                        linestyle="-" if "cross" in gradient else "--",
+                        label=f"{precision}, {method}, {gradient.replace('gradient-from-', '')}")
+        axis.set_title(f"{matrix}")
+        axis.set_xlabel("systems in the batch")
+        axis.set_ylabel("ms per batch")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=7)
+    figure_.suptitle(f"batched NNLS, {backend} (after Luo & Duraiswami Tables 7.1-7.3)")
     figure_.tight_layout()
     path = directory / f"nnls_time_vs_systems_{backend}.png"
     figure_.savefig(path, dpi=110)
