@@ -320,6 +320,15 @@ def plot(output, results):
         log(f"wrote {path}")
 
 
+def save_figure(plt, figure_, title, path):
+    """Titles, lays out, writes and closes a figure; returns [path]."""
+    figure_.suptitle(title)
+    figure_.tight_layout()
+    figure_.savefig(path, dpi=110)
+    plt.close(figure_)
+    return [path]
+
+
 def plot_gemv(plt, directory, backend, entries):
     """Sieminski & Lee Fig. 4: time against rows, one line per strategy."""
     # Back-to-back calls (gemv_stream) where the run has them, else fenced
@@ -355,13 +364,10 @@ def plot_gemv(plt, directory, backend, entries):
                 axis.set_ylabel("µs per call")
                 axis.grid(True, which="both", alpha=0.3)
         axes[0][0].legend(fontsize=8)
-        figure_.suptitle(
-            f"gemv, {precision}, {backend}, {timing_words} (after Sieminski & Lee Fig. 4)")
-        figure_.tight_layout()
-        path = directory / f"gemv_time_vs_rows_{precision}_{backend}.png"
-        figure_.savefig(path, dpi=110)
-        plt.close(figure_)
-        written.append(path)
+        written += save_figure(
+            plt, figure_,
+            f"gemv, {precision}, {backend}, {timing_words} (after Sieminski & Lee Fig. 4)",
+            directory / f"gemv_time_vs_rows_{precision}_{backend}.png")
     return written
 
 
@@ -389,12 +395,9 @@ def plot_broadcast(plt, directory, backend, entries):
         axis.set_ylabel("GB/s")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=8)
-    figure_.suptitle(f"broadcast, float, {backend} (after Çoban et al. Figs. 6-8)")
-    figure_.tight_layout()
-    path = directory / f"broadcast_bandwidth_vs_y_{backend}.png"
-    figure_.savefig(path, dpi=110)
-    plt.close(figure_)
-    return [path]
+    return save_figure(plt, figure_,
+                       f"broadcast, float, {backend} (after Çoban et al. Figs. 6-8)",
+                       directory / f"broadcast_bandwidth_vs_y_{backend}.png")
 
 
 def plot_nnls(plt, directory, backend, entries):
@@ -429,12 +432,9 @@ def plot_nnls(plt, directory, backend, entries):
         axis.set_ylabel("ms per batch")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=7)
-    figure_.suptitle(f"batched NNLS, {backend} (after Luo & Duraiswami Tables 7.1-7.3)")
-    figure_.tight_layout()
-    path = directory / f"nnls_time_vs_systems_{backend}.png"
-    figure_.savefig(path, dpi=110)
-    plt.close(figure_)
-    return [path]
+    return save_figure(plt, figure_,
+                       f"batched NNLS, {backend} (after Luo & Duraiswami Tables 7.1-7.3)",
+                       directory / f"nnls_time_vs_systems_{backend}.png")
 
 
 def main():
