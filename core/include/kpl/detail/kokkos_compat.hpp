@@ -22,20 +22,28 @@ namespace kpl::compat {
 // Mathematical functions moved from Kokkos::Experimental to Kokkos in 4.0.
 namespace math {
 #if KPL_KOKKOS_4
+using Kokkos::exp;
 using Kokkos::fabs;
 using Kokkos::fmax;
 using Kokkos::fmin;
 using Kokkos::isfinite;
 using Kokkos::isinf;
 using Kokkos::isnan;
+using Kokkos::lgamma;
+using Kokkos::log;
+using Kokkos::log1p;
 using Kokkos::sqrt;
 #else
+using Kokkos::Experimental::exp;
 using Kokkos::Experimental::fabs;
 using Kokkos::Experimental::fmax;
 using Kokkos::Experimental::fmin;
 using Kokkos::Experimental::isfinite;
 using Kokkos::Experimental::isinf;
 using Kokkos::Experimental::isnan;
+using Kokkos::Experimental::lgamma;
+using Kokkos::Experimental::log;
+using Kokkos::Experimental::log1p;
 using Kokkos::Experimental::sqrt;
 #endif
 }  // namespace math

@@ -1,0 +1,138 @@
+// Equidistant B-spline bases, as R's mboost builds them for its bbs()
+// base-learner (Schmid & Hothorn 2008; Eilers & Marx 1996 for P-splines):
+//
+// - basis_size k functions of degree d on [lower, upper]: k - d - 1 interior
+//   knots equidistant over the interval, and the knot mesh continued with the
+//   same spacing h = (upper - lower) / (k - d) for d knots beyond each end;
+// - outside [lower, upper] each function is extended linearly from the
+//   boundary (value plus slope times distance), as mboost predicts.
+//
+// A row of a degree-d basis has at most d + 1 non-zeros, consecutive, so kpl
+// stores a basis compactly (kpl/compact_basis.hpp): per row the index of the
+// first non-zero function and the d + 1 values. bspline_row() evaluates one
+// row on host or device by de Boor's recursion on the uniform mesh (Piegl &
+// Tiller, The NURBS Book, A2.2): with unit knot spacing every denominator of
+// the recursion is the degree, so no knot array is needed.
+#pragma once
+
+#include <kpl/error.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kpl {
+
+// The largest degree bspline_row supports (its work arrays live on the stack).
+inline constexpr int bspline_max_degree = 7;
+
+struct BsplineMesh {
+  double lower = 0;  // boundary knots: the covariate's training range
+  double upper = 1;
+  int basis_size = 24;  // k
+  int degree = 3;       // d
+
+  KOKKOS_INLINE_FUNCTION int intervals() const { return basis_size - degree; }
+  KOKKOS_INLINE_FUNCTION double spacing() const { return (upper - lower) / intervals(); }
+};
+
+// Throws std::invalid_argument unless the mesh is usable: 0 <= d <=
+// bspline_max_degree, k >= d + 1 (at least one interval), a finite
+// non-empty range.
+inline void check_bspline_mesh(const BsplineMesh& mesh) {
+  if (mesh.degree < 0 || mesh.degree > bspline_max_degree)
+    throw std::invalid_argument("kpl::bspline: degree " + std::to_string(mesh.degree) +
+                                " outside [0, " + std::to_string(bspline_max_degree) + "]");
+  if (mesh.basis_size < mesh.degree + 1)
+    throw std::invalid_argument("kpl::bspline: basis size " + std::to_string(mesh.basis_size) +
+                                " below degree + 1 = " + std::to_string(mesh.degree + 1));
+  if (!(mesh.upper > mesh.lower) || !(mesh.upper - mesh.lower < 1e300))
+    throw std::invalid_argument("kpl::bspline: the range [" + std::to_string(mesh.lower) + ", " +
+                                std::to_string(mesh.upper) + "] is empty or not finite");
+}
+
+// The d + 1 (possibly) non-zero basis values at x, written to values[0..d];
+// returns the index of the function values[0] belongs to. Values at the upper
+// boundary come from the last interval, so the basis is continuous there.
+KOKKOS_INLINE_FUNCTION int bspline_row(const BsplineMesh& mesh, double x, double* values) {
+  const int degree = mesh.degree;
+  const int intervals = mesh.intervals();
+  const double spacing = mesh.spacing();
+  // The interval holding x and x's position inside it, in [0, 1]; outside the
+  // range, the boundary (the linear extension below starts there).
+  int interval;
+  double local;
+  double beyond = 0;  // distance past the boundary, in units of the spacing
+  if (x < mesh.lower) {
+    interval = 0;
+    local = 0;
+    beyond = (x - mesh.lower) / spacing;
+  } else if (x > mesh.upper) {
+    interval = intervals - 1;
+    local = 1;
+    beyond = (x - mesh.upper) / spacing;
+  } else {
+    const double position = (x - mesh.lower) / spacing;
+    interval = static_cast<int>(position);  // position >= 0: truncation is floor
+    if (interval > intervals - 1) interval = intervals - 1;
+    local = position - interval;
+  }
+  // de Boor's recursion on knots ..., -1, 0, 1, 2, ... (span [0, 1]):
+  // left[j] = local + j - 1, right[j] = j - local, and every denominator
+  // right[r + 1] + left[j - r] equals j.
+  double lower_degree[bspline_max_degree + 1];  // degree d - 1 values, for slopes
+  values[0] = 1;
+  lower_degree[0] = 1;
+  for (int j = 1; j <= degree; ++j) {
+    if (j == degree)
+      for (int r = 0; r < degree; ++r) lower_degree[r] = values[r];
+    double saved = 0;
+    for (int r = 0; r < j; ++r) {
+      const double right = r + 1 - local;
+      const double left = local + (j - r) - 1;
+      const double term = values[r] / j;
+      values[r] = saved + right * term;
+      saved = left * term;
+    }
+    values[j] = saved;
+  }
+  if (beyond != 0 && degree > 0) {
+    // Linear extension: the derivative of a degree-d function a is
+    // N_{a,d-1} - N_{a+1,d-1} (unit spacing); in this span function q's two
+    // lower-degree neighbours are lower_degree[q - 1] and lower_degree[q].
+    for (int q = 0; q <= degree; ++q) {
+      const double slope =
+          (q >= 1 ? lower_degree[q - 1] : 0.0) - (q <= degree - 1 ? lower_degree[q] : 0.0);
+      values[q] += slope * beyond;
+    }
+  }
+  return interval;
+}
+
+// The k x k penalty K = D^T D of a P-spline with difference order
+// `differences` (D: the (k - differences) x k difference matrix, mboost's
+// diff(diag(k), differences)); order 0 is the ridge penalty K = I. Row-major.
+inline std::vector<double> difference_penalty(int basis_size, int differences) {
+  if (differences < 0 || differences >= basis_size)
+    throw std::invalid_argument("kpl::difference_penalty: difference order " +
+                                std::to_string(differences) + " must be in [0, basis size)");
+  const int k = basis_size;
+  // Rows of D: binomial coefficients with alternating signs.
+  std::vector<double> stencil(differences + 1, 0.0);
+  stencil[0] = 1;
+  for (int order = 1; order <= differences; ++order)
+    for (int i = order; i >= 0; --i)
+      stencil[i] = (i < order ? stencil[i] : 0.0) * -1.0 + (i > 0 ? stencil[i - 1] : 0.0);
+  // stencil now holds (-1)^(d - i) C(d, i); the sign convention does not
+  // matter for D^T D.
+  std::vector<double> penalty(static_cast<std::size_t>(k) * k, 0.0);
+  for (int row = 0; row + differences < k; ++row)
+    for (int a = 0; a <= differences; ++a)
+      for (int b = 0; b <= differences; ++b)
+        penalty[(row + a) * k + row + b] += stencil[a] * stencil[b];
+  return penalty;
+}
+
+}  // namespace kpl
