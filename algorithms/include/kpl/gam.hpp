@@ -1,0 +1,669 @@
+// Gradient-boosted generalised additive models: component-wise boosting with
+// penalised B-spline base-learners (Sieminski & Lee 2023, §2-3 and
+// Appendix A; the model of R's mboost gamboost with bbs base-learners,
+// Bühlmann & Hothorn 2007), the whole boosting loop on the device.
+//
+//   kpl::GamOptions options;                      // k = 24, P-spline d = 2, df 4, ...
+//   auto model = kpl::fit_gam(space, X, y, options);          // X [n, p], y [n]
+//   kpl::predict_gam(space, model, X_new, prediction, partial_effects);
+//
+// One base-learner per covariate j: B_j = the B-spline basis of covariate j
+// (kpl/bspline.hpp, mboost's knots), penalty K = D^T D of the difference order
+// (0: ridge, K = I), lambda_j from df (kpl/gam_penalty.hpp). Each iteration
+// fits every learner to the negative gradient u, takes the one with the least
+// residual sum of squares and adds nu times its fit (Algorithm 2).
+//
+// Modes (GamOptions::mode):
+// - direct: c = B^T u from the basis every iteration, O(n p (d + 1)) with the
+//   compact basis (GamBasis::compact, the default) or O(n p k) with the dense
+//   one through kpl::gemv (GamBasis::dense: the seed's gemv strategies);
+// - gram (Gaussian only): c is kept up to date by c_j -= nu B_j^T B_s gamma_s,
+//   O(p k^2) an iteration; B_j^T B_s is formed when s is first selected, and
+//   c, f and the risk are recomputed from the rows every gram_refresh
+//   iterations and at the end so rounding cannot drift.
+//
+// Families: Gaussian (risk = sum of squared residuals), Binomial (y in {0, 1},
+// f the log-odds, risk the negative log-likelihood) and Poisson (f =
+// log(mean)). mboost's Binomial() codes y as -1/+1 and models half the
+// log-odds with gradient 2(y - p): an mboost fit with step nu equals a kpl
+// fit with step 4 nu, its coefficients and offset are half of kpl's, and both
+// select the same learners.
+#pragma once
+
+#include <kpl/bspline.hpp>
+#include <kpl/compact_basis.hpp>
+#include <kpl/detail/gam_kernels.hpp>
+#include <kpl/error.hpp>
+#include <kpl/gam_penalty.hpp>
+#include <kpl/gemv.hpp>
+#include <kpl/reduce.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Timer.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kpl {
+
+enum class GamMode { direct, gram };
+enum class GamBasis { compact, dense };
+
+inline std::string to_string(GamMode mode) { return mode == GamMode::direct ? "direct" : "gram"; }
+inline std::string to_string(GamBasis basis) {
+  return basis == GamBasis::compact ? "compact" : "dense";
+}
+
+struct GamOptions {
+  int basis_size = 24;  // k: basis functions per covariate (mboost: knots = k - degree - 1)
+  int degree = 3;       // of the B-splines
+  int differences = 2;  // penalty difference order; 0 = ridge (K = I)
+  double df = 4;        // degrees of freedom of every base-learner
+  DfDefinition df_definition = DfDefinition::trace_2s_sts;
+  double nu = 0.1;  // step length
+  int mstop = 100;  // boosting iterations
+  GamFamily family = GamFamily::gaussian;
+  GamMode mode = GamMode::direct;
+  GamBasis basis = GamBasis::compact;
+  GemvOptions gemv;        // B^T u and B_s step with the dense basis
+  int gram_refresh = 100;  // Gram mode: recompute c, f and the risk this often
+  // Gram mode: device memory for cached B_j^T B_s blocks (p k^2 values per
+  // selected learner); beyond it blocks are recomputed when selected.
+  std::int64_t gram_cache_bytes = std::int64_t(1) << 30;
+};
+
+// Throws std::invalid_argument for options no data can satisfy.
+inline void check_gam_options(const GamOptions& options) {
+  const auto fail = [](const std::string& message) {
+    throw std::invalid_argument("kpl::fit_gam: " + message);
+  };
+  if (options.degree < 1 || options.degree > bspline_max_degree)
+    fail("degree " + std::to_string(options.degree) + " outside [1, " +
+         std::to_string(bspline_max_degree) + "]");
+  if (options.basis_size < options.degree + 2)
+    fail("basis size " + std::to_string(options.basis_size) +
+         " below degree + 2 = " + std::to_string(options.degree + 2) + " (no interior knot)");
+  if (options.differences < 0 || options.differences > 3)
+    fail("difference order " + std::to_string(options.differences) + " outside [0, 3]");
+  if (!(options.df > 0) || options.df > options.basis_size)
+    fail("df " + std::to_string(options.df) + " outside (0, basis size " +
+         std::to_string(options.basis_size) + "]");
+  if (!(options.nu > 0) || options.nu > 1)
+    fail("nu " + std::to_string(options.nu) + " outside (0, 1]");
+  if (options.mstop < 0) fail("mstop must not be negative");
+  if (options.gram_refresh < 1) fail("gram_refresh must be positive");
+  if (options.mode == GamMode::gram && options.family != GamFamily::gaussian)
+    fail("the Gram mode needs the Gaussian family (its gradient is linear in f)");
+}
+
+// A fitted model, on the host.
+struct GamModel {
+  GamOptions options;
+  std::int64_t covariates = 0;         // p
+  std::int64_t observations = 0;       // n it was fitted on
+  double offset = 0;                   // f before the first iteration
+  std::vector<BsplineMesh> meshes;     // [p]: boundary knots per covariate
+  std::vector<double> coefficients;    // [p * k], row-major [p, k]
+  std::vector<double> lambda;          // [p]
+  std::vector<double> df;              // [p]: df(lambda) achieved
+  std::vector<std::int64_t> selected;  // [mstop]: covariate chosen per iteration
+  std::vector<double> risk;            // [mstop + 1]: training risk, first at the offset
+};
+
+struct GamTimings {
+  double basis_seconds = 0;     // knots, compact (and dense) basis, B_j^T B_j
+  double penalty_seconds = 0;   // lambda search, M_j, R_j, their upload
+  double boosting_seconds = 0;  // the iterations
+};
+
+// Called from fit_gam at most every interval_seconds with (iterations done,
+// training risk); the only time the risk is copied to the host mid-fit.
+struct GamProgress {
+  std::function<void(int, double)> report;
+  double interval_seconds = 0.5;
+};
+
+struct GamCrossValidation {
+  int folds = 0;
+  std::vector<double> risk;  // [folds * (mstop + 1)]: mean out-of-fold loss per iteration
+  int best_mstop = 0;        // argmin over m of the mean over folds
+};
+
+namespace detail {
+
+// Two sums reduced into a host value (Kokkos 3.4 reduces one value per call).
+inline RiskReducer<Kokkos::HostSpace> host_sums(RiskSums& target) {
+  return RiskReducer<Kokkos::HostSpace>(
+      Kokkos::View<RiskSums, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&target));
+}
+
+template <class ExecutionSpace, class T>
+class GamBooster {
+ public:
+  // T is the precision of the basis, the data streamed every iteration; the
+  // O(n) vectors and the O(p k^2) matrices stay in double, so a float basis
+  // halves the traffic without rounding the sums that pick the learner.
+  using Memory = typename ExecutionSpace::memory_space;
+  using Vector = Kokkos::View<double*, Memory>;
+  using ConstVector = Kokkos::View<const double*, Memory>;
+  using LowVector = Kokkos::View<T*, Memory>;
+
+  template <class XView, class YView>
+  GamBooster(const ExecutionSpace& space, const XView& X, const YView& y, const GamOptions& options)
+      : space_(space), options_(options) {
+    static_assert(XView::rank == 2 && YView::rank == 1, "kpl::fit_gam: X [n, p] and y [n]");
+    check_gam_options(options);
+    Kokkos::Timer timer;
+    rows_ = X.extent(0);
+    learners_ = X.extent(1);
+    k_ = options.basis_size;
+    if (static_cast<std::int64_t>(y.extent(0)) != rows_)
+      throw input_error("kpl::fit_gam: X has " + std::to_string(rows_) + " rows, y " +
+                        std::to_string(y.extent(0)) + " values");
+    if (learners_ == 0) throw input_error("kpl::fit_gam: X has no covariates (p = 0)");
+    if (rows_ < k_)
+      throw input_error("kpl::fit_gam: " + std::to_string(rows_) +
+                        " observations are fewer than the basis size " + std::to_string(k_));
+    check_data(X, y);
+    y_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::y"), rows_);
+    {
+      const auto converted = y_;
+      Kokkos::parallel_for(
+          "kpl::gam::copy_y", Kokkos::RangePolicy<ExecutionSpace>(space, 0, rows_),
+          KOKKOS_LAMBDA(const std::int64_t i) { converted(i) = double(y(i)); });
+    }
+    // Boundary knots: each covariate's range.
+    Kokkos::View<MinMaxValue<T>*, Memory> ranges(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::ranges"), learners_);
+    reduce_columns(space, X, MinMax<T>{}, ranges);
+    auto host_ranges = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ranges);
+    meshes_.resize(learners_);
+    for (std::int64_t j = 0; j < learners_; ++j) {
+      const double lower = host_ranges(j).min, upper = host_ranges(j).max;
+      if (!(upper > lower))
+        throw input_error("kpl::fit_gam: covariate " + std::to_string(j) +
+                          " (0-based column of X) is constant (" + std::to_string(lower) +
+                          "): no range to place knots in");
+      meshes_[j] = BsplineMesh{lower, upper, k_, options.degree};
+    }
+    Kokkos::View<BsplineMesh*, Memory> device_meshes(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::meshes"), learners_);
+    Kokkos::View<const BsplineMesh*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host_meshes(
+        meshes_.data(), meshes_.size());
+    Kokkos::deep_copy(space, device_meshes, host_meshes);
+    basis_ = CompactBasis<T, Memory>("kpl::gam::basis", learners_, rows_, options.degree + 1, k_);
+    build_bspline_basis(space, X, device_meshes, basis_);
+    if (options.basis == GamBasis::dense) build_dense();
+    f_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::f"), rows_);
+    u_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::u"), rows_);
+    c_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::c"),
+                learners_ * k_);
+    step_ = Vector(Kokkos::view_alloc(space, "kpl::gam::step"), k_);
+    scores_ = Kokkos::View<double*, Memory>(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::scores"), learners_);
+    current_ = Kokkos::View<int, Memory>(Kokkos::view_alloc(space, "kpl::gam::current"));
+    space.fence();
+    basis_seconds_ = timer.seconds();
+  }
+
+  const std::vector<BsplineMesh>& meshes() const { return meshes_; }
+  std::int64_t rows() const { return rows_; }
+  double basis_seconds() const { return basis_seconds_; }
+
+  // Fits with weights (empty: all ones; cross-validation passes 0/1) for
+  // `mstop` iterations in `mode`. held_out, if given, receives the summed
+  // loss of the weight-0 rows at every iteration 0..mstop (direct mode).
+  GamModel fit(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings,
+               const GamProgress& progress, std::vector<double>* held_out = nullptr) {
+    if (held_out != nullptr && mode != GamMode::direct)
+      throw std::invalid_argument("kpl::fit_gam: out-of-fold risks need the direct mode");
+    Kokkos::Timer timer;
+    GamModel model;
+    model.options = options_;
+    model.options.mstop = mstop;
+    model.options.mode = mode;
+    model.covariates = learners_;
+    model.observations = rows_;
+    model.meshes = meshes_;
+    const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+
+    // B_j^T W B_j for every learner, then lambda_j, M_j and R_j on the host.
+    Vector gram(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
+                learners_ * block);
+    cross_products(space_, basis_, weights, -1, gram);
+    auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gram);
+    const double cross_product_seconds = timer.seconds();
+    penalise(host_gram, model);
+    // The weighted offset: the mean response on the family's link scale.
+    RiskSums totals{0, 0};  // (sum of w y, sum of w)
+    {
+      const auto y = y_;
+      const bool weighted = weights.extent(0) != 0;
+      Kokkos::parallel_reduce(
+          "kpl::gam::offset", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
+          KOKKOS_LAMBDA(const std::int64_t i, RiskSums& sums) {
+            const double weight = weighted ? double(weights(i)) : 1.0;
+            sums.training += weight * double(y(i));
+            sums.held_out += weight;
+          },
+          host_sums(totals));
+    }
+    const double weighted_sum = totals.training, weight_total = totals.held_out;
+    const double mean = weighted_sum / weight_total;
+    if (options_.family == GamFamily::binomial && !(mean > 0 && mean < 1))
+      throw input_error("kpl::fit_gam: y holds a single class (mean " + std::to_string(mean) +
+                        "); the Binomial family needs both 0 and 1");
+    if (options_.family == GamFamily::poisson && !(mean > 0))
+      throw input_error(
+          "kpl::fit_gam: every count in y is 0; the Poisson family needs a positive mean");
+    model.offset = options_.family == GamFamily::binomial  ? std::log(mean / (1 - mean))
+                   : options_.family == GamFamily::poisson ? std::log(mean)
+                                                           : mean;
+    if (timings) {
+      timings->basis_seconds = basis_seconds_ + cross_product_seconds;
+      timings->penalty_seconds = timer.seconds() - cross_product_seconds;
+    }
+    Kokkos::Timer boosting_timer;
+    boost(weights, mstop, mode, gram, model, progress, held_out);
+    if (timings) timings->boosting_seconds = boosting_timer.seconds();
+    return model;
+  }
+
+ private:
+  template <class XView, class YView>
+  void check_data(const XView& X, const YView& y) {
+    const std::int64_t n = rows_, p = learners_;
+    const GamFamily family = options_.family;
+    RiskSums counts{0, 0};  // (values not finite, responses outside the family's support)
+    Kokkos::parallel_reduce(
+        "kpl::gam::check_input", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, n),
+        KOKKOS_LAMBDA(const std::int64_t i, RiskSums& bad) {
+          using compat::math::isfinite;
+          for (std::int64_t j = 0; j < p; ++j)
+            if (!isfinite(double(X(i, j)))) bad.training += 1;
+          const double response = y(i);
+          if (!isfinite(response)) {
+            bad.training += 1;
+          } else if (family == GamFamily::binomial && response != 0 && response != 1) {
+            bad.held_out += 1;
+          } else if (family == GamFamily::poisson && response < 0) {
+            bad.held_out += 1;
+          }
+        },
+        host_sums(counts));
+    const auto not_finite = static_cast<std::int64_t>(counts.training);
+    const auto not_allowed = static_cast<std::int64_t>(counts.held_out);
+    if (not_finite > 0)
+      throw input_error("kpl::fit_gam: X and y hold " + std::to_string(not_finite) +
+                        " NaN or infinite values");
+    if (not_allowed > 0)
+      throw input_error("kpl::fit_gam: " + std::to_string(not_allowed) + " values of y are " +
+                        (family == GamFamily::binomial ? "not 0 or 1 (Binomial family)"
+                                                       : "negative (Poisson family)"));
+  }
+
+  void build_dense() {
+    if constexpr (!std::is_same_v<T, double>) {
+      u_low_ = LowVector("kpl::gam::u_low", rows_);
+      c_low_ = LowVector("kpl::gam::c_low", learners_ * k_);
+      step_low_ = LowVector("kpl::gam::step_low", k_);
+    }
+    const int k = k_, width = basis_.width();
+    dense_ = Kokkos::View<T**, Kokkos::LayoutLeft, Memory>(
+        Kokkos::view_alloc(space_, "kpl::gam::dense_basis"), rows_, learners_ * k_);
+    const auto dense = dense_;
+    const auto first = basis_.first;
+    const auto values = basis_.values;
+    Kokkos::parallel_for(
+        "kpl::gam::expand_basis",
+        Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space_, {0, 0}, {learners_, rows_}),
+        KOKKOS_LAMBDA(const std::int64_t j, const std::int64_t i) {
+          const int column = first(j, i);
+          for (int q = 0; q < width; ++q) dense(i, j * k + column + q) = values(j, q, i);
+        });
+  }
+
+  template <class HostGram>
+  void penalise(const HostGram& host_gram, GamModel& model) {
+    const int k = k_;
+    const std::int64_t block = static_cast<std::int64_t>(k) * k;
+    const auto penalty = difference_penalty(k, options_.differences);
+    std::vector<LearnerPenalty> penalties(learners_);
+    std::vector<std::string> errors(learners_);
+    // One k x k problem per learner, on the host's threads.
+    Kokkos::parallel_for(
+        "kpl::gam::penalties", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, learners_),
+        [&](const std::int64_t j) {
+          try {
+            std::vector<double> gram(block);
+            for (std::int64_t e = 0; e < block; ++e) gram[e] = host_gram(j * block + e);
+            penalties[j] = penalise_learner(gram, penalty, k, options_.df, options_.df_definition,
+                                            "covariate " + std::to_string(j), options_.differences);
+          } catch (const std::exception& error) {
+            errors[j] = error.what();
+          }
+        });
+    for (const auto& error : errors)
+      if (!error.empty()) throw input_error("kpl::fit_gam: " + error);
+    if (inverse_.extent(0) != static_cast<std::size_t>(learners_ * block)) {
+      inverse_ =
+          Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::inverse"),
+                 learners_ * block);
+      reduction_ =
+          Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::reduction"),
+                 learners_ * block);
+    }
+    auto inverse_host = Kokkos::create_mirror_view(inverse_);
+    auto reduction_host = Kokkos::create_mirror_view(reduction_);
+    model.lambda.resize(learners_);
+    model.df.resize(learners_);
+    for (std::int64_t j = 0; j < learners_; ++j) {
+      model.lambda[j] = penalties[j].lambda;
+      model.df[j] = penalties[j].df;
+      for (std::int64_t e = 0; e < block; ++e) {
+        inverse_host(j * block + e) = penalties[j].inverse[e];
+        reduction_host(j * block + e) = penalties[j].reduction[e];
+      }
+    }
+    Kokkos::deep_copy(space_, inverse_, inverse_host);
+    Kokkos::deep_copy(space_, reduction_, reduction_host);
+    space_.fence();
+  }
+
+  // Copies between the double vectors and the basis' precision (dense mode
+  // in float: kpl::gemv takes one precision).
+  template <class To, class From>
+  void convert(const To& to, const From& from) {
+    Kokkos::parallel_for(
+        "kpl::gam::convert", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, from.extent(0)),
+        KOKKOS_LAMBDA(const std::int64_t i) {
+          to(i) = typename To::non_const_value_type(from(i));
+        });
+  }
+
+  void compute_gradient_products() {
+    if (options_.basis == GamBasis::dense) {
+      if constexpr (std::is_same_v<T, double>) {
+        gemv(space_, Transpose::yes, 1.0, dense_, u_, 0.0, c_, gemv_workspace_, options_.gemv);
+      } else {
+        convert(u_low_, u_);
+        gemv(space_, Transpose::yes, T(1), dense_, u_low_, T(0), c_low_, gemv_workspace_,
+             options_.gemv);
+        convert(c_, c_low_);
+      }
+    } else {
+      transpose_product(space_, basis_, u_, c_);
+    }
+  }
+
+  // f = offset + sum_j B_j coefficients_j, then u and the exact risk.
+  template <class CoefficientView, class RiskView>
+  void refresh(const ConstVector& weights, double offset, const CoefficientView& coefficients,
+               const RiskView& risk_sums, std::int64_t slot) {
+    apply(space_, basis_, coefficients, f_);
+    const auto f = f_;
+    const double shift = offset;
+    Kokkos::parallel_for(
+        "kpl::gam::add_offset", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
+        KOKKOS_LAMBDA(const std::int64_t i) { f(i) += shift; });
+    gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
+                    ConstVector(y_), weights, f_, u_, risk_sums, slot);
+  }
+
+  void boost(const ConstVector& weights, int mstop, GamMode mode, const Vector& gram,
+             GamModel& model, const GamProgress& progress, std::vector<double>* held_out) {
+    const int k = k_;
+    const std::int64_t block = static_cast<std::int64_t>(k) * k;
+    const GamFamilyFunctions family{options_.family};
+    Kokkos::View<RiskSums*, Memory> risk_sums(Kokkos::view_alloc(space_, "kpl::gam::risk"),
+                                              mstop + 1);
+    Kokkos::View<int*, Memory> selected(Kokkos::view_alloc(space_, "kpl::gam::selected"),
+                                        std::max(mstop, 1));
+    Kokkos::View<double*, Memory> coefficients(Kokkos::view_alloc(space_, "kpl::gam::coefficients"),
+                                               learners_ * k);
+    Kokkos::deep_copy(space_, f_, model.offset);
+    gam_update_rows(space_, basis_, false, current_, step_, family, ConstVector(y_), weights, f_,
+                    u_, risk_sums, 0);
+    const bool gram_mode = mode == GamMode::gram;
+    const bool dense = options_.basis == GamBasis::dense;
+    // Gram mode: cached blocks B_j^T W B_s ([p k k] each) per selected s.
+    Vector cache;
+    std::vector<int> slot_of(learners_, -1);
+    std::int64_t slots = 0, used = 0;
+    if (gram_mode && mstop > 0) {
+      const std::int64_t bytes_per_slot = learners_ * block * sizeof(T);
+      slots = std::max<std::int64_t>(
+          1,
+          std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / bytes_per_slot}));
+      cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
+                     (slots + 1) * learners_ * block);  // + 1: the block of an uncached s
+      compute_gradient_products();
+    }
+    auto host_current = Kokkos::create_mirror_view(current_);
+    Kokkos::Timer since_report;
+    for (int m = 0; m < mstop; ++m) {
+      if (!gram_mode) compute_gradient_products();
+      gam_scores(space_, learners_, k, c_, reduction_, scores_);
+      gam_select(space_, learners_, scores_, selected, m, current_);
+      if (gram_mode) {
+        Kokkos::deep_copy(space_, host_current, current_);
+        space_.fence();
+        const int s = host_current();
+        std::int64_t slot;
+        if (slot_of[s] >= 0) {
+          slot = slot_of[s];
+        } else {
+          slot = used < slots ? used++ : slots;
+          if (slot < slots) slot_of[s] = static_cast<int>(slot);
+          cross_products(space_, basis_, weights, s,
+                         Kokkos::subview(cache, std::make_pair(slot * learners_ * block,
+                                                               (slot + 1) * learners_ * block)));
+        }
+        gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, coefficients, gram,
+                      risk_sums, m);
+        gam_update_cross_products(
+            space_, learners_, k,
+            Kokkos::subview(
+                cache, std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block)),
+            step_, c_);
+        if ((m + 1) % options_.gram_refresh == 0 || m + 1 == mstop) {
+          refresh(weights, model.offset, coefficients, risk_sums, m + 1);
+          if (m + 1 < mstop) compute_gradient_products();
+        }
+      } else if (dense) {
+        gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, coefficients, Vector(),
+                      risk_sums, m);
+        Kokkos::deep_copy(space_, host_current, current_);
+        space_.fence();
+        const std::int64_t s = host_current();
+        const auto block_columns =
+            Kokkos::subview(dense_, Kokkos::ALL, std::make_pair(s * k, (s + 1) * k));
+        if constexpr (std::is_same_v<T, double>) {
+          gemv(space_, Transpose::no, 1.0, block_columns, step_, 1.0, f_, gemv_workspace_,
+               options_.gemv);
+        } else {
+          convert(step_low_, step_);
+          gemv(space_, Transpose::no, T(1), block_columns, step_low_, T(0), u_low_, gemv_workspace_,
+               options_.gemv);
+          const auto f = f_;
+          const auto fit = u_low_;
+          Kokkos::parallel_for(
+              "kpl::gam::add_fit", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
+              KOKKOS_LAMBDA(const std::int64_t i) { f(i) += double(fit(i)); });
+        }
+        gam_update_rows(space_, basis_, false, current_, step_, family, ConstVector(y_), weights,
+                        f_, u_, risk_sums, m + 1);
+      } else {
+        gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, coefficients, Vector(),
+                      risk_sums, m);
+        gam_update_rows(space_, basis_, true, current_, step_, family, ConstVector(y_), weights, f_,
+                        u_, risk_sums, m + 1);
+      }
+      if (progress.report &&
+          (since_report.seconds() >= progress.interval_seconds || m + 1 == mstop)) {
+        RiskSums latest;
+        Kokkos::deep_copy(
+            space_, Kokkos::View<RiskSums, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&latest),
+            Kokkos::subview(risk_sums, m + 1));
+        space_.fence();
+        progress.report(m + 1, latest.training);
+        since_report.reset();
+      }
+    }
+    auto host_risk = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), risk_sums);
+    auto host_selected = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), selected);
+    auto host_coefficients = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), coefficients);
+    model.risk.resize(mstop + 1);
+    if (held_out) held_out->resize(mstop + 1);
+    for (int m = 0; m <= mstop; ++m) {
+      model.risk[m] = host_risk(m).training;
+      if (held_out) (*held_out)[m] = host_risk(m).held_out;
+    }
+    model.selected.assign(host_selected.data(), host_selected.data() + mstop);
+    model.coefficients.assign(host_coefficients.data(),
+                              host_coefficients.data() + host_coefficients.size());
+  }
+
+  ExecutionSpace space_;
+  GamOptions options_;
+  std::int64_t rows_ = 0, learners_ = 0;
+  int k_ = 0;
+  double basis_seconds_ = 0;
+  std::vector<BsplineMesh> meshes_;
+  CompactBasis<T, Memory> basis_;
+  Kokkos::View<T**, Kokkos::LayoutLeft, Memory> dense_;
+  Vector y_, f_, u_, c_, step_, inverse_, reduction_;
+  LowVector u_low_, c_low_, step_low_;  // dense basis in float only
+  Kokkos::View<double*, Memory> scores_;
+  Kokkos::View<int, Memory> current_;
+  GemvWorkspace<ExecutionSpace, T> gemv_workspace_;
+};
+
+template <class View>
+using gam_scalar_t = typename View::non_const_value_type;
+
+}  // namespace detail
+
+// Fits the model to X [n, p] and y [n] (Views accessible from `space`, any
+// layout, float or double: the precision of the fit). Bad data (n < k, p = 0,
+// a constant covariate, NaN/Inf, y outside the family's support, a df no
+// lambda reaches) throws kpl::input_error; impossible options
+// std::invalid_argument. Nothing is left on the device afterwards.
+template <class ExecutionSpace, class XView, class YView>
+GamModel fit_gam(const ExecutionSpace& space, const XView& X, const YView& y,
+                 const GamOptions& options, GamTimings* timings = nullptr,
+                 const GamProgress& progress = {}) {
+  using T = detail::gam_scalar_t<XView>;
+  detail::GamBooster<ExecutionSpace, T> booster(space, X, y, options);
+  return booster.fit({}, options.mstop, options.mode, timings, progress);
+}
+
+// K-fold cross-validation over iterations 0..options.mstop: fold f holds the
+// rows whose place in a permutation drawn from `seed` is f modulo K; each
+// fold's model is fitted (direct mode) on the other rows with the basis,
+// knots included, of all of them (as mboost's cvrisk reweights one model).
+// The folds run one after the other on `space`.
+template <class ExecutionSpace, class XView, class YView>
+GamCrossValidation cross_validate_gam(const ExecutionSpace& space, const XView& X, const YView& y,
+                                      const GamOptions& options, int folds,
+                                      std::uint64_t seed = 1) {
+  using T = detail::gam_scalar_t<XView>;
+  const std::int64_t n = X.extent(0);
+  if (folds < 2 || folds > n)
+    throw std::invalid_argument("kpl::cross_validate_gam: " + std::to_string(folds) +
+                                " folds for " + std::to_string(n) + " observations");
+  detail::GamBooster<ExecutionSpace, T> booster(space, X, y, options);
+  std::vector<std::int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 generator(seed);
+  std::shuffle(order.begin(), order.end(), generator);
+  std::vector<int> fold_of(n);
+  for (std::int64_t position = 0; position < n; ++position)
+    fold_of[order[position]] = static_cast<int>(position % folds);
+  GamCrossValidation result;
+  result.folds = folds;
+  const int mstop = options.mstop;
+  result.risk.assign(static_cast<std::size_t>(folds) * (mstop + 1), 0.0);
+  using Memory = typename ExecutionSpace::memory_space;
+  Kokkos::View<double*, Memory> weights(Kokkos::view_alloc(space, "kpl::gam::fold_weights"), n);
+  auto host_weights = Kokkos::create_mirror_view(weights);
+  for (int fold = 0; fold < folds; ++fold) {
+    std::int64_t held_out_rows = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      host_weights(i) = fold_of[i] == fold ? 0.0 : 1.0;
+      held_out_rows += fold_of[i] == fold;
+    }
+    Kokkos::deep_copy(space, weights, host_weights);
+    std::vector<double> held_out;
+    booster.fit(weights, mstop, GamMode::direct, nullptr, {}, &held_out);
+    for (int m = 0; m <= mstop; ++m)
+      result.risk[static_cast<std::size_t>(fold) * (mstop + 1) + m] = held_out[m] / held_out_rows;
+  }
+  double best = 0;
+  for (int m = 0; m <= mstop; ++m) {
+    double mean = 0;
+    for (int fold = 0; fold < folds; ++fold)
+      mean += result.risk[static_cast<std::size_t>(fold) * (mstop + 1) + m];
+    mean /= folds;
+    if (m == 0 || mean < best) {
+      best = mean;
+      result.best_mstop = m;
+    }
+  }
+  return result;
+}
+
+// prediction(i) = offset + sum_j f_j(X(i, j)) on the link scale (the
+// log-odds for Binomial, log(mean) for Poisson, as mboost's type = "link"),
+// and, when partial_effects has extents [n, p], each f_j(X(i, j)). Outside a
+// covariate's training range f_j continues linearly (mboost's extrapolation).
+template <class ExecutionSpace, class XView, class PredictionView, class PartialView>
+void predict_gam(const ExecutionSpace& space, const GamModel& model, const XView& X,
+                 const PredictionView& prediction, const PartialView& partial_effects) {
+  const std::int64_t n = X.extent(0), p = X.extent(1);
+  if (p != model.covariates)
+    throw input_error("kpl::predict_gam: X has " + std::to_string(p) + " covariates, the model " +
+                      std::to_string(model.covariates));
+  if (static_cast<std::int64_t>(prediction.extent(0)) != n)
+    throw std::invalid_argument("kpl::predict_gam: prediction must hold one value per row of X");
+  const bool partial = partial_effects.size() != 0;
+  if (partial && (static_cast<std::int64_t>(partial_effects.extent(0)) != n ||
+                  static_cast<std::int64_t>(partial_effects.extent(1)) != p))
+    throw std::invalid_argument("kpl::predict_gam: partial effects must be [n, p] or empty");
+  using Memory = typename ExecutionSpace::memory_space;
+  const int k = model.options.basis_size;
+  Kokkos::View<BsplineMesh*, Memory> meshes("kpl::gam::meshes", p);
+  Kokkos::View<double*, Memory> coefficients("kpl::gam::coefficients", p * k);
+  Kokkos::deep_copy(space, meshes,
+                    Kokkos::View<const BsplineMesh*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                        model.meshes.data(), model.meshes.size()));
+  Kokkos::deep_copy(space, coefficients,
+                    Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                        model.coefficients.data(), model.coefficients.size()));
+  const double offset = model.offset;
+  Kokkos::parallel_for(
+      "kpl::gam::predict", Kokkos::RangePolicy<ExecutionSpace>(space, 0, n),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        double sum = offset;
+        double row[bspline_max_degree + 1];
+        for (std::int64_t j = 0; j < p; ++j) {
+          const BsplineMesh mesh = meshes(j);
+          const int first = bspline_row(mesh, double(X(i, j)), row);
+          double effect = 0;
+          for (int q = 0; q <= mesh.degree; ++q) effect += row[q] * coefficients(j * k + first + q);
+          if (partial) partial_effects(i, j) = effect;
+          sum += effect;
+        }
+        prediction(i) = sum;
+      });
+  space.fence();
+}
+
+}  // namespace kpl

@@ -1,0 +1,286 @@
+#include <kpl/config.hpp>
+#include <kpl/gam_file.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Timer.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+namespace kpl {
+
+namespace {
+
+using Space = Kokkos::DefaultExecutionSpace;
+using Memory = Space::memory_space;
+
+// An option error raised by the library, reported against the command.
+template <class Function>
+auto with_file_context(const std::string& path, Function&& function) {
+  try {
+    return function();
+  } catch (const input_error& error) {
+    throw input_error(path + ": " + error.what());
+  }
+}
+
+template <class T>
+Kokkos::View<T**, Kokkos::LayoutRight, Memory> to_device(const hdf5::HostArray<double, 2>& host) {
+  Kokkos::View<T**, Kokkos::LayoutRight, Memory> device(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::X"), host.extent(0),
+      host.extent(1));
+  if constexpr (std::is_same_v<T, double>) {
+    Kokkos::deep_copy(device, host);
+  } else {
+    auto mirror = Kokkos::create_mirror_view(device);
+    for (std::size_t i = 0; i < host.extent(0); ++i)
+      for (std::size_t j = 0; j < host.extent(1); ++j) mirror(i, j) = T(host(i, j));
+    Kokkos::deep_copy(device, mirror);
+  }
+  return device;
+}
+
+template <class T>
+Kokkos::View<T*, Memory> to_device(const hdf5::HostArray<double, 1>& host) {
+  Kokkos::View<T*, Memory> device(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::y"),
+                                  host.extent(0));
+  auto mirror = Kokkos::create_mirror_view(device);
+  for (std::size_t i = 0; i < host.extent(0); ++i) mirror(i) = T(host(i));
+  Kokkos::deep_copy(device, mirror);
+  return device;
+}
+
+std::string penalty_name(int differences) { return differences == 0 ? "ridge" : "pspline"; }
+
+template <class T>
+GamFitSummary fit_in_precision(const hdf5::HostArray<double, 2>& host_X,
+                               const hdf5::HostArray<double, 1>& host_y,
+                               const std::string& input_path, const std::string& output_path,
+                               const GamFitFileOptions& options) {
+  const Space space;
+  const auto X = to_device<T>(host_X);
+  const auto y = to_device<T>(host_y);
+  GamFitSummary summary;
+  summary.observations = X.extent(0);
+  summary.covariates = X.extent(1);
+  GamOptions gam = options.gam;
+  GamCrossValidation cv;
+  if (options.cv_folds > 0) {
+    Kokkos::Timer timer;
+    cv = with_file_context(input_path, [&] {
+      return cross_validate_gam(space, X, y, gam, options.cv_folds, options.cv_seed);
+    });
+    summary.cv_seconds = timer.seconds();
+    gam.mstop = cv.best_mstop;
+  }
+  const GamModel model = with_file_context(
+      input_path, [&] { return fit_gam(space, X, y, gam, &summary.timings, options.progress); });
+  summary.mstop = gam.mstop;
+  summary.final_risk = model.risk.back();
+
+  const std::int64_t p = model.covariates, k = gam.basis_size;
+  hdf5::OutputFile output(output_path);
+  hdf5::HostArray<std::int64_t, 1> selected("selected", model.selected.size());
+  std::copy(model.selected.begin(), model.selected.end(), selected.data());
+  output.write("/selected", selected);
+  const auto write_vector = [&](const std::string& name, const std::vector<double>& values) {
+    hdf5::HostArray<double, 1> array(name, values.size());
+    std::copy(values.begin(), values.end(), array.data());
+    output.write(name, array);
+  };
+  write_vector("/risk", model.risk);
+  write_vector("/offset", {model.offset});
+  write_vector("/lambda", model.lambda);
+  write_vector("/df", model.df);
+  hdf5::HostArray<double, 2> coefficients("/coefficients", p, k);
+  std::copy(model.coefficients.begin(), model.coefficients.end(), coefficients.data());
+  output.write("/coefficients", coefficients);
+  hdf5::HostArray<double, 2> boundary("/boundary", p, 2);
+  for (std::int64_t j = 0; j < p; ++j) {
+    boundary(j, 0) = model.meshes[j].lower;
+    boundary(j, 1) = model.meshes[j].upper;
+  }
+  output.write("/boundary", boundary);
+  if (options.cv_folds > 0) {
+    const int range = options.gam.mstop;
+    hdf5::HostArray<double, 2> cv_risk("/cv_risk", cv.folds, range + 1);
+    std::copy(cv.risk.begin(), cv.risk.end(), cv_risk.data());
+    output.write("/cv_risk", cv_risk);
+    output.write_attribute("/", "cv_folds", std::int64_t(cv.folds));
+    output.write_attribute("/", "cv_seed", std::int64_t(options.cv_seed));
+    output.write_attribute("/", "cv_mstop_range", std::int64_t(range));
+    output.write_attribute("/", "cv_mstop", std::int64_t(cv.best_mstop));
+  }
+  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
+  output.write_attribute("/", "input", input_path);
+  output.write_attribute("/", "observations", std::int64_t(summary.observations));
+  output.write_attribute("/", "basis_size", std::int64_t(k));
+  output.write_attribute("/", "degree", std::int64_t(gam.degree));
+  output.write_attribute("/", "penalty", penalty_name(gam.differences));
+  output.write_attribute("/", "differences", std::int64_t(gam.differences));
+  output.write_attribute("/", "df", gam.df);
+  output.write_attribute("/", "df_definition", to_string(gam.df_definition));
+  output.write_attribute("/", "nu", gam.nu);
+  output.write_attribute("/", "mstop", std::int64_t(gam.mstop));
+  output.write_attribute("/", "family", to_string(gam.family));
+  output.write_attribute("/", "mode", to_string(gam.mode));
+  output.write_attribute("/", "basis", to_string(gam.basis));
+  output.write_attribute("/", "gemv", std::string(to_string(gam.gemv.strategy)));
+  output.write_attribute("/", "precision", std::is_same_v<T, float> ? "float" : "double");
+  output.write_attribute("/", "execution_space", Space::name());
+  output.write_attribute("/", "seconds_basis", summary.timings.basis_seconds);
+  output.write_attribute("/", "seconds_penalty", summary.timings.penalty_seconds);
+  output.write_attribute("/", "seconds_boosting", summary.timings.boosting_seconds);
+  output.write_attribute("/", "description",
+                         "Boosted GAM (mboost gamboost/bbs model): prediction = offset + sum_j "
+                         "B_j(x_j) coefficients[j]; /selected 0-based covariate per iteration; "
+                         "/risk training risk, first at the offset");
+  output.commit();
+  return summary;
+}
+
+}  // namespace
+
+GamSimulatedData simulate_gam(const GamSimulation& simulation) {
+  const std::int64_t n = simulation.observations, p = simulation.covariates;
+  if (n < 1 || p < 1 || simulation.informative < 0 || simulation.informative > p ||
+      !(simulation.noise_variance >= 0))
+    throw std::invalid_argument(
+        "kpl::simulate_gam: need n >= 1, p >= 1, 0 <= informative <= p "
+        "and a non-negative noise variance");
+  std::mt19937_64 generator(simulation.seed);
+  std::vector<std::int64_t> order(p);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), generator);
+  GamSimulatedData data;
+  data.informative.assign(order.begin(), order.begin() + simulation.informative);
+  std::sort(data.informative.begin(), data.informative.end());
+  data.X = hdf5::HostArray<double, 2>("/X", n, p);
+  data.y = hdf5::HostArray<double, 1>("/y", n);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  std::normal_distribution<double> noise(0, std::sqrt(simulation.noise_variance));
+  const double two_pi = 2 * std::acos(-1.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) data.X(i, j) = uniform(generator);
+    double value = 7;
+    for (auto j : data.informative) value += 10 * std::sin(two_pi * data.X(i, j));
+    data.y(i) = value + noise(generator);
+  }
+  return data;
+}
+
+void simulate_gam_file(const GamSimulation& simulation, const std::string& output_path) {
+  const auto data = simulate_gam(simulation);
+  hdf5::OutputFile output(output_path);
+  output.write("/X", data.X);
+  output.write("/y", data.y);
+  hdf5::HostArray<std::int64_t, 1> informative("/informative", data.informative.size());
+  std::copy(data.informative.begin(), data.informative.end(), informative.data());
+  output.write("/informative", informative);
+  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
+  output.write_attribute("/", "generator", "kpl simulate gam");
+  output.write_attribute("/", "seed", std::int64_t(simulation.seed));
+  output.write_attribute("/", "noise_variance", simulation.noise_variance);
+  output.write_attribute("/", "description",
+                         "Sieminski & Lee (2023) 4.1: x_j ~ U(0, 1); y = 7 + sum over /informative "
+                         "of 10 sin(2 pi x_j) + N(0, noise_variance)");
+  output.commit();
+}
+
+GamFitSummary fit_gam_file(const std::string& input_path, const std::string& output_path,
+                           const GamFitFileOptions& options) {
+  const hdf5::InputFile input(input_path);
+  hdf5::ReadRequirements requirements;
+  requirements.finite = true;
+  requirements.allow_empty = true;  // fit_gam explains what an empty X lacks
+  const auto X = input.read<double, 2>("/X", requirements);
+  const auto y = input.read<double, 1>("/y", requirements);
+  hdf5::require_matching_extent(input, "/X", 0, "/y", 0);
+  return options.single_precision
+             ? fit_in_precision<float>(X, y, input_path, output_path, options)
+             : fit_in_precision<double>(X, y, input_path, output_path, options);
+}
+
+GamModel read_gam_model(const std::string& model_path) {
+  const hdf5::InputFile file(model_path);
+  GamModel model;
+  auto& options = model.options;
+  const auto integer = [&](const char* name) {
+    return static_cast<int>(file.read_integer_attribute("/", name));
+  };
+  options.basis_size = integer("basis_size");
+  options.degree = integer("degree");
+  options.differences = integer("differences");
+  options.df = file.read_number_attribute("/", "df");
+  options.df_definition = file.read_string_attribute("/", "df_definition") == "trace"
+                              ? DfDefinition::trace
+                              : DfDefinition::trace_2s_sts;
+  options.nu = file.read_number_attribute("/", "nu");
+  options.mstop = integer("mstop");
+  const auto family = file.read_string_attribute("/", "family");
+  options.family = family == "binomial"  ? GamFamily::binomial
+                   : family == "poisson" ? GamFamily::poisson
+                                         : GamFamily::gaussian;
+  model.observations = file.read_integer_attribute("/", "observations");
+  const auto coefficients = file.read<double, 2>("/coefficients", {true, false});
+  const auto boundary = file.read<double, 2>("/boundary", {true, false});
+  const auto offset = file.read<double, 1>("/offset", {true, false});
+  const std::int64_t p = coefficients.extent(0);
+  if (static_cast<int>(coefficients.extent(1)) != options.basis_size ||
+      boundary.extent(0) != coefficients.extent(0) || boundary.extent(1) != 2 ||
+      offset.extent(0) != 1 || options.degree < 1 || options.degree > bspline_max_degree ||
+      options.basis_size < options.degree + 2)
+    throw input_error(model_path +
+                      ": not a kpl gam model (/coefficients [p, basis_size], "
+                      "/boundary [p, 2] and /offset [1] expected)");
+  model.covariates = p;
+  model.offset = offset(0);
+  model.coefficients.assign(coefficients.data(), coefficients.data() + coefficients.size());
+  model.meshes.resize(p);
+  for (std::int64_t j = 0; j < p; ++j) {
+    model.meshes[j] =
+        BsplineMesh{boundary(j, 0), boundary(j, 1), options.basis_size, options.degree};
+    if (!(boundary(j, 1) > boundary(j, 0)))
+      throw input_error(model_path + ": /boundary row " + std::to_string(j) + " is empty");
+  }
+  return model;
+}
+
+std::int64_t predict_gam_file(const std::string& model_path, const std::string& input_path,
+                              const std::string& output_path, bool partial_effects) {
+  const GamModel model = read_gam_model(model_path);
+  const hdf5::InputFile input(input_path);
+  hdf5::ReadRequirements requirements;
+  requirements.finite = true;
+  const auto host_X = input.read<double, 2>("/X", requirements);
+  if (static_cast<std::int64_t>(host_X.extent(1)) != model.covariates)
+    throw input_error(input_path + ": /X has " + std::to_string(host_X.extent(1)) +
+                      " covariates, the model " + model_path + " " +
+                      std::to_string(model.covariates));
+  const Space space;
+  const std::int64_t n = host_X.extent(0), p = host_X.extent(1);
+  const auto X = to_device<double>(host_X);
+  Kokkos::View<double*, Memory> prediction("kpl::gam::prediction", n);
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> partial;
+  if (partial_effects) partial = decltype(partial)("kpl::gam::partial_effects", n, p);
+  predict_gam(space, model, X, prediction, partial);
+  hdf5::OutputFile output(output_path);
+  output.write("/prediction", Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), prediction));
+  if (partial_effects)
+    output.write("/partial_effects",
+                 Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), partial));
+  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
+  output.write_attribute("/", "model", model_path);
+  output.write_attribute("/", "input", input_path);
+  output.write_attribute("/", "scale",
+                         to_string(model.options.family) == "gaussian"
+                             ? "response"
+                             : "link (log-odds for binomial, log mean for poisson)");
+  output.commit();
+  return n;
+}
+
+}  // namespace kpl

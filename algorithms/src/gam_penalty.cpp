@@ -1,0 +1,201 @@
+#include <kpl/gam_penalty.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+namespace kpl {
+
+namespace {
+
+using Matrix = std::vector<double>;  // row-major k x k
+
+// Lower-triangular L with L L^T = A; false when A is not (numerically)
+// positive definite.
+bool cholesky(const Matrix& a, int k, Matrix& lower) {
+  lower.assign(static_cast<std::size_t>(k) * k, 0.0);
+  double largest_diagonal = 0;
+  for (int i = 0; i < k; ++i) largest_diagonal = std::max(largest_diagonal, a[i * k + i]);
+  for (int j = 0; j < k; ++j) {
+    double diagonal = a[j * k + j];
+    for (int p = 0; p < j; ++p) diagonal -= lower[j * k + p] * lower[j * k + p];
+    if (!(diagonal > 1e-14 * largest_diagonal)) return false;
+    const double pivot = std::sqrt(diagonal);
+    lower[j * k + j] = pivot;
+    for (int i = j + 1; i < k; ++i) {
+      double sum = a[i * k + j];
+      for (int p = 0; p < j; ++p) sum -= lower[i * k + p] * lower[j * k + p];
+      lower[i * k + j] = sum / pivot;
+    }
+  }
+  return true;
+}
+
+// L^-1 for lower-triangular L (forward substitution on the identity).
+Matrix invert_lower(const Matrix& lower, int k) {
+  Matrix inverse(static_cast<std::size_t>(k) * k, 0.0);
+  for (int column = 0; column < k; ++column) {
+    for (int i = column; i < k; ++i) {
+      double sum = i == column ? 1.0 : 0.0;
+      for (int p = column; p < i; ++p) sum -= lower[i * k + p] * inverse[p * k + column];
+      inverse[i * k + column] = sum / lower[i * k + i];
+    }
+  }
+  return inverse;
+}
+
+Matrix multiply(const Matrix& a, const Matrix& b, int k, bool transpose_b = false) {
+  Matrix c(static_cast<std::size_t>(k) * k, 0.0);
+  for (int i = 0; i < k; ++i)
+    for (int p = 0; p < k; ++p) {
+      const double left = a[i * k + p];
+      if (left == 0) continue;
+      for (int j = 0; j < k; ++j)
+        c[i * k + j] += left * (transpose_b ? b[j * k + p] : b[p * k + j]);
+    }
+  return c;
+}
+
+Matrix transpose(const Matrix& a, int k) {
+  Matrix t(a.size());
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < k; ++j) t[j * k + i] = a[i * k + j];
+  return t;
+}
+
+}  // namespace
+
+std::vector<double> symmetric_eigenvalues(std::vector<double> a, int k) {
+  // Cyclic Jacobi rotations (Golub & Van Loan, Algorithm 8.5.3) until the
+  // off-diagonal part is negligible against the whole matrix.
+  double total = 0;
+  for (double value : a) total += value * value;
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    double off = 0;
+    for (int i = 0; i < k; ++i)
+      for (int j = i + 1; j < k; ++j) off += 2 * a[i * k + j] * a[i * k + j];
+    if (off <= 1e-32 * total || off == 0) break;
+    for (int p = 0; p < k; ++p) {
+      for (int q = p + 1; q < k; ++q) {
+        const double apq = a[p * k + q];
+        if (apq == 0) continue;
+        const double theta = (a[q * k + q] - a[p * k + p]) / (2 * apq);
+        const double t =
+            (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(1 + theta * theta));
+        const double c = 1 / std::sqrt(1 + t * t), s = t * c;
+        for (int r = 0; r < k; ++r) {  // A <- A J (columns p, q)
+          const double arp = a[r * k + p], arq = a[r * k + q];
+          a[r * k + p] = c * arp - s * arq;
+          a[r * k + q] = s * arp + c * arq;
+        }
+        for (int r = 0; r < k; ++r) {  // A <- J^T A (rows p, q)
+          const double apr = a[p * k + r], aqr = a[q * k + r];
+          a[p * k + r] = c * apr - s * aqr;
+          a[q * k + r] = s * apr + c * aqr;
+        }
+      }
+    }
+  }
+  std::vector<double> eigenvalues(k);
+  for (int i = 0; i < k; ++i) eigenvalues[i] = a[i * k + i];
+  std::sort(eigenvalues.begin(), eigenvalues.end(), std::greater<>());
+  return eigenvalues;
+}
+
+std::vector<double> demmler_reinsch_eigenvalues(const std::vector<double>& gram,
+                                                const std::vector<double>& penalty, int k) {
+  // mboost: A = G + 1e-9 K keeps A positive definite where B alone is not.
+  Matrix a(gram);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] += 1e-9 * penalty[i];
+  Matrix lower;
+  if (!cholesky(a, k, lower))
+    throw std::invalid_argument("B^T B + 1e-9 K is not positive definite");
+  const Matrix inverse = invert_lower(lower, k);
+  // L^-1 K L^-T; its singular values are its eigenvalues (it is PSD).
+  const Matrix reduced = multiply(multiply(inverse, penalty, k), inverse, k, true);
+  auto eigenvalues = symmetric_eigenvalues(reduced, k);
+  for (double& value : eigenvalues) value = std::fabs(value);
+  std::sort(eigenvalues.begin(), eigenvalues.end(), std::greater<>());
+  return eigenvalues;
+}
+
+double degrees_of_freedom(const std::vector<double>& eigenvalues, double lambda,
+                          DfDefinition definition) {
+  double df = 0;
+  for (double d : eigenvalues) {
+    const double shrink = 1 / (1 + lambda * d);
+    df += definition == DfDefinition::trace ? shrink : 2 * shrink - shrink * shrink;
+  }
+  return df;
+}
+
+LearnerPenalty penalise_learner(const std::vector<double>& gram, const std::vector<double>& penalty,
+                                int k, double target_df, DfDefinition definition,
+                                const std::string& learner, int unpenalised) {
+  const std::size_t size = static_cast<std::size_t>(k) * k;
+  if (gram.size() != size || penalty.size() != size)
+    throw std::invalid_argument("kpl::penalise_learner: matrices must be " + std::to_string(k) +
+                                " x " + std::to_string(k));
+  if (!(target_df > 0) || target_df > k)
+    throw std::invalid_argument(learner + ": df " + std::to_string(target_df) +
+                                " outside (0, basis size " + std::to_string(k) + "]");
+  if (target_df <= unpenalised)
+    throw std::invalid_argument(learner + ": df " + std::to_string(target_df) +
+                                " is not reachable: the penalty leaves " +
+                                std::to_string(unpenalised) +
+                                " degrees of freedom unpenalised (its null space); ask for more");
+  // rank(B) from G's spectrum (mboost: rankMatrix(X) by QR).
+  const auto gram_spectrum = symmetric_eigenvalues(gram, k);
+  int rank = 0;
+  for (double value : gram_spectrum)
+    if (value > gram_spectrum.front() * k * 1e-13) ++rank;
+  LearnerPenalty result;
+  std::vector<double> eigenvalues;
+  try {
+    eigenvalues = demmler_reinsch_eigenvalues(gram, penalty, k);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(learner + ": B^T B is singular even with the penalty's 1e-9 " +
+                                "ridge (the covariate has too few distinct values)");
+  }
+  if (target_df >= std::min(rank, k)) {
+    result.lambda = 0;
+    result.df = std::min(rank, k);
+  } else {
+    // df(lambda) decreases from rank(B) towards the penalty's null-space
+    // dimension; bracket the root by doubling, then bisect to the last bit.
+    double low = 0, high = 1;
+    while (degrees_of_freedom(eigenvalues, high, definition) > target_df) {
+      high *= 2;
+      if (high > 1e15)
+        throw std::invalid_argument(
+            learner + ": df " + std::to_string(target_df) +
+            " is not reachable: the penalty leaves " +
+            std::to_string(degrees_of_freedom(eigenvalues, 1e15, definition)) +
+            " degrees of freedom unpenalised (its null space); ask for more");
+    }
+    for (int step = 0; step < 200 && high - low > 1e-16 * high; ++step) {
+      const double middle = 0.5 * (low + high);
+      (degrees_of_freedom(eigenvalues, middle, definition) > target_df ? low : high) = middle;
+    }
+    result.lambda = 0.5 * (low + high);
+    result.df = degrees_of_freedom(eigenvalues, result.lambda, definition);
+  }
+  // M = (G + lambda K)^-1 through its Cholesky factor: M = L^-T L^-1.
+  Matrix system(gram);
+  for (std::size_t i = 0; i < size; ++i) system[i] += result.lambda * penalty[i];
+  Matrix lower;
+  if (!cholesky(system, k, lower))
+    throw std::invalid_argument(
+        learner + ": B^T B + lambda K is singular (lambda = " + std::to_string(result.lambda) +
+        "): the covariate has too few distinct values for " + std::to_string(k) +
+        " basis functions; lower the basis size or df");
+  const Matrix inverse_lower = invert_lower(lower, k);
+  result.inverse = multiply(transpose(inverse_lower, k), inverse_lower, k);
+  Matrix doubled_penalty(gram);
+  for (std::size_t i = 0; i < size; ++i) doubled_penalty[i] += 2 * result.lambda * penalty[i];
+  result.reduction = multiply(multiply(result.inverse, doubled_penalty, k), result.inverse, k);
+  return result;
+}
+
+}  // namespace kpl

@@ -1,0 +1,740 @@
+// The boosted GAM on every backend: the B-spline basis against the textbook
+// Cox-de Boor recursion, the compact-basis products against dense host
+// products, lambda(df) round trips, R mboost's fits (tests/data/gam: the same
+// covariate at every iteration, predictions within 1e-6) in the direct,
+// dense and Gram modes and in float, the Binomial and Poisson families
+// against a plain host implementation of Algorithm 2, cross-validation, the
+// simulation's informative covariates, and the input errors.
+#include "execution_space_test.hpp"
+
+#include <kpl/bspline.hpp>
+#include <kpl/compact_basis.hpp>
+#include <kpl/error.hpp>
+#include <kpl/gam.hpp>
+#include <kpl/gam_file.hpp>
+#include <kpl/gam_penalty.hpp>
+#include <kpl/hdf5_io.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using HostMatrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>;
+using HostVector = Kokkos::View<double*, Kokkos::HostSpace>;
+
+const std::string data_directory = std::string(KPL_SOURCE_DIR) + "/tests/data/gam/";
+
+// The textbook definition (de Boor 1978): N_{i,0} = 1 on [t_i, t_{i+1}),
+// N_{i,d} = (x - t_i)/(t_{i+d} - t_i) N_{i,d-1} + (t_{i+d+1} - x)/(t_{i+d+1} - t_{i+1})
+// N_{i+1,d-1}, on mboost's knot mesh; x = upper is taken from the left.
+double cox_de_boor(const std::vector<double>& knots, int i, int degree, double x) {
+  if (degree == 0) return (knots[i] <= x && x < knots[i + 1]) ? 1.0 : 0.0;
+  double value = 0;
+  const double left_span = knots[i + degree] - knots[i];
+  const double right_span = knots[i + degree + 1] - knots[i + 1];
+  if (left_span > 0) value += (x - knots[i]) / left_span * cox_de_boor(knots, i, degree - 1, x);
+  if (right_span > 0)
+    value += (knots[i + degree + 1] - x) / right_span * cox_de_boor(knots, i + 1, degree - 1, x);
+  return value;
+}
+
+std::vector<double> reference_row(const kpl::BsplineMesh& mesh, double x) {
+  const int k = mesh.basis_size, d = mesh.degree;
+  const double h = mesh.spacing();
+  std::vector<double> knots(k + d + 1);
+  for (int q = 0; q < k + d + 1; ++q) knots[q] = mesh.lower + (q - d) * h;
+  // Evaluate inside [lower, upper]; at upper use the left limit; outside,
+  // extend linearly with a one-sided difference of the textbook values.
+  const auto inside = [&](double at) {
+    std::vector<double> row(k);
+    const double x_eval = at >= mesh.upper ? std::nextafter(mesh.upper, mesh.lower) : at;
+    for (int a = 0; a < k; ++a) row[a] = cox_de_boor(knots, a, d, x_eval);
+    return row;
+  };
+  if (x >= mesh.lower && x <= mesh.upper) return inside(x);
+  // The textbook derivative, N'_{a,d} = d / (t_{a+d} - t_a) N_{a,d-1}
+  // - d / (t_{a+d+1} - t_{a+1}) N_{a+1,d-1}, at the boundary (from inside).
+  const double boundary = x < mesh.lower ? mesh.lower : mesh.upper;
+  const double inside_boundary =
+      x < mesh.lower ? mesh.lower : std::nextafter(mesh.upper, mesh.lower);
+  const auto at_boundary = inside(boundary);
+  std::vector<double> row(k);
+  for (int a = 0; a < k; ++a) {
+    double slope = 0;
+    if (d > 0) {
+      slope += d / (knots[a + d] - knots[a]) * cox_de_boor(knots, a, d - 1, inside_boundary);
+      slope -=
+          d / (knots[a + d + 1] - knots[a + 1]) * cox_de_boor(knots, a + 1, d - 1, inside_boundary);
+    }
+    row[a] = at_boundary[a] + slope * (x - boundary);
+  }
+  return row;
+}
+
+template <class Space>
+void check_basis_against_cox_de_boor() {
+  Space space;
+  std::mt19937_64 generator(11);
+  for (int degree : {1, 2, 3, 4}) {
+    for (int k : {degree + 2, 9, 24}) {
+      const kpl::BsplineMesh mesh{-1.5, 2.25, k, degree};
+      std::vector<double> points{mesh.lower, mesh.upper, mesh.lower + mesh.spacing(),
+                                 mesh.lower - 0.3, mesh.upper + 0.7};
+      std::uniform_real_distribution<double> uniform(mesh.lower, mesh.upper);
+      for (int r = 0; r < 60; ++r) points.push_back(uniform(generator));
+      const std::int64_t n = points.size();
+      Kokkos::View<double**, Kokkos::LayoutLeft, typename Space::memory_space> X("X", n, 1);
+      auto host_X = Kokkos::create_mirror_view(X);
+      for (std::int64_t i = 0; i < n; ++i) host_X(i, 0) = points[i];
+      Kokkos::deep_copy(X, host_X);
+      Kokkos::View<kpl::BsplineMesh*, typename Space::memory_space> meshes("meshes", 1);
+      auto host_meshes = Kokkos::create_mirror_view(meshes);
+      host_meshes(0) = mesh;
+      Kokkos::deep_copy(meshes, host_meshes);
+      kpl::CompactBasis<double, typename Space::memory_space> basis("basis", 1, n, degree + 1, k);
+      kpl::build_bspline_basis(space, X, meshes, basis);
+      auto first = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), basis.first);
+      auto values = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), basis.values);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto expected = reference_row(mesh, points[i]);
+        std::vector<double> got(k, 0.0);
+        ASSERT_GE(first(0, i), 0);
+        ASSERT_LE(first(0, i) + degree, k - 1);
+        for (int q = 0; q <= degree; ++q) got[first(0, i) + q] = values(0, q, i);
+        double sum = 0;
+        for (int a = 0; a < k; ++a) {
+          const double tolerance = 1e-12;
+          EXPECT_NEAR(got[a], expected[a], tolerance)
+              << "degree " << degree << " k " << k << " x " << points[i] << " function " << a;
+          sum += got[a];
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-13) << "partition of unity at x = " << points[i];
+      }
+    }
+  }
+}
+
+KPL_EXECUTION_SPACE_SUITE(Gam);
+
+KPL_EXECUTION_SPACE_TEST(Gam, BsplineBasisMatchesCoxDeBoor) {
+  check_basis_against_cox_de_boor<TypeParam>();
+}
+
+// Products with a random compact basis against the same basis stored densely.
+template <class Space>
+void check_compact_products(std::int64_t n, std::int64_t p, int k, int degree) {
+  using Memory = typename Space::memory_space;
+  Space space;
+  std::mt19937_64 generator(n * 131 + p * 17 + k);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> X("X", n, p);
+  auto host_X = Kokkos::create_mirror_view(X);
+  std::vector<kpl::BsplineMesh> mesh_list(p);
+  for (std::int64_t j = 0; j < p; ++j) mesh_list[j] = {0.05 * j, 1 + 0.05 * j, k, degree};
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < p; ++j) host_X(i, j) = -0.1 + 1.3 * uniform(generator);
+  Kokkos::deep_copy(X, host_X);
+  Kokkos::View<kpl::BsplineMesh*, Memory> meshes("meshes", p);
+  auto host_meshes = Kokkos::create_mirror_view(meshes);
+  for (std::int64_t j = 0; j < p; ++j) host_meshes(j) = mesh_list[j];
+  Kokkos::deep_copy(meshes, host_meshes);
+  kpl::CompactBasis<double, Memory> basis("basis", p, n, degree + 1, k);
+  kpl::build_bspline_basis(space, X, meshes, basis);
+  // Dense host copy B [n, p k] from the independent evaluation.
+  HostMatrix dense("dense", n, p * k);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < p; ++j) {
+      const auto row = reference_row(mesh_list[j], host_X(i, j));
+      for (int a = 0; a < k; ++a) dense(i, j * k + a) = row[a];
+    }
+  Kokkos::View<double*, Memory> u("u", n), w("w", n), c("c", p * k), y("y", n),
+      coefficients("coefficients", p * k), cross("cross", p * k * k);
+  auto host_u = Kokkos::create_mirror_view(u);
+  auto host_w = Kokkos::create_mirror_view(w);
+  auto host_coefficients = Kokkos::create_mirror_view(coefficients);
+  for (std::int64_t i = 0; i < n; ++i) {
+    host_u(i) = uniform(generator) - 0.5;
+    host_w(i) = i % 3 == 0 ? 0.0 : 1.0;
+  }
+  for (std::int64_t e = 0; e < p * k; ++e) host_coefficients(e) = uniform(generator) - 0.5;
+  Kokkos::deep_copy(u, host_u);
+  Kokkos::deep_copy(w, host_w);
+  Kokkos::deep_copy(coefficients, host_coefficients);
+  const double tolerance = 1e-12;
+  kpl::transpose_product(space, basis, u, c);
+  auto host_c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c);
+  for (std::int64_t e = 0; e < p * k; ++e) {
+    double expected = 0;
+    for (std::int64_t i = 0; i < n; ++i) expected += dense(i, e) * host_u(i);
+    EXPECT_NEAR(host_c(e), expected, tolerance * (1 + std::fabs(expected))) << "c[" << e << "]";
+  }
+  kpl::apply(space, basis, coefficients, y);
+  auto host_y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double expected = 0;
+    for (std::int64_t e = 0; e < p * k; ++e) expected += dense(i, e) * host_coefficients(e);
+    EXPECT_NEAR(host_y(i), expected, tolerance * (1 + std::fabs(expected))) << "y[" << i << "]";
+  }
+  for (std::int64_t partner : {std::int64_t(-1), p - 1}) {
+    kpl::cross_products(space, basis, w, partner, cross);
+    auto host_cross = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cross);
+    for (std::int64_t j = 0; j < p; ++j) {
+      const std::int64_t other = partner < 0 ? j : partner;
+      for (int a = 0; a < k; ++a)
+        for (int b = 0; b < k; ++b) {
+          double expected = 0;
+          for (std::int64_t i = 0; i < n; ++i)
+            expected += host_w(i) * dense(i, j * k + a) * dense(i, other * k + b);
+          EXPECT_NEAR(host_cross((j * k + a) * k + b), expected,
+                      tolerance * (1 + std::fabs(expected)))
+              << "block " << j << " partner " << other << " (" << a << ", " << b << ")";
+        }
+    }
+  }
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, CompactBasisProductsMatchDense) {
+  check_compact_products<TypeParam>(0, 2, 6, 3);
+  check_compact_products<TypeParam>(1, 1, 4, 1);
+  check_compact_products<TypeParam>(17, 3, 9, 3);
+  check_compact_products<TypeParam>(1000, 2, 8, 2);
+  check_compact_products<TypeParam>(5000, 3, 16, 3);
+}
+
+TEST(GamPenalty, DifferencePenaltyIsDTD) {
+  const auto first = kpl::difference_penalty(4, 1);
+  const std::vector<double> expected_first{1, -1, 0, 0, -1, 2, -1, 0, 0, -1, 2, -1, 0, 0, -1, 1};
+  EXPECT_EQ(first, expected_first);
+  const auto second = kpl::difference_penalty(5, 2);
+  EXPECT_EQ(second[0], 1);
+  EXPECT_EQ(second[1], -2);
+  EXPECT_EQ(second[2], 1);
+  EXPECT_EQ(second[2 * 5 + 2], 6);  // 1 + 4 + 1
+  const auto ridge = kpl::difference_penalty(3, 0);
+  EXPECT_EQ(ridge, (std::vector<double>{1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  EXPECT_THROW(kpl::difference_penalty(3, 3), std::invalid_argument);
+}
+
+TEST(GamPenalty, SymmetricEigenvaluesOfKnownMatrices) {
+  // [[2, 1], [1, 2]] has eigenvalues 3 and 1; a random Q diag(...) Q^T those.
+  const auto two = kpl::symmetric_eigenvalues({2, 1, 1, 2}, 2);
+  EXPECT_NEAR(two[0], 3, 1e-14);
+  EXPECT_NEAR(two[1], 1, 1e-14);
+  const auto penalty = kpl::difference_penalty(6, 1);  // eigenvalues 2 - 2 cos(pi i / 6)
+  auto eigenvalues = kpl::symmetric_eigenvalues(penalty, 6);
+  std::sort(eigenvalues.begin(), eigenvalues.end());
+  for (int i = 0; i < 6; ++i)
+    EXPECT_NEAR(eigenvalues[i], 2 - 2 * std::cos(M_PI * i / 6), 1e-13) << i;
+}
+
+// A B-spline Gram matrix of covariate values spread over the range.
+std::vector<double> sample_gram(int k, int degree, int n, std::uint64_t seed) {
+  const kpl::BsplineMesh mesh{0, 1, k, degree};
+  std::mt19937_64 generator(seed);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  std::vector<double> gram(k * k, 0.0);
+  double row[kpl::bspline_max_degree + 1];
+  for (int i = 0; i < n; ++i) {
+    const int first = kpl::bspline_row(mesh, uniform(generator), row);
+    for (int q = 0; q <= degree; ++q)
+      for (int r = 0; r <= degree; ++r) gram[(first + q) * k + first + r] += row[q] * row[r];
+  }
+  return gram;
+}
+
+TEST(GamPenalty, LambdaFromDfRoundTrip) {
+  for (auto definition : {kpl::DfDefinition::trace, kpl::DfDefinition::trace_2s_sts}) {
+    for (int differences : {0, 1, 2, 3}) {
+      const int k = 20;
+      const auto gram = sample_gram(k, 3, 500, 3 + differences);
+      const auto penalty = kpl::difference_penalty(k, differences);
+      const auto eigenvalues = kpl::demmler_reinsch_eigenvalues(gram, penalty, k);
+      for (double df : {differences + 0.5, 4.0, 7.25, 19.5}) {
+        if (df <= differences) continue;
+        const auto learner =
+            kpl::penalise_learner(gram, penalty, k, df, definition, "test", differences);
+        EXPECT_GT(learner.lambda, 0);
+        EXPECT_NEAR(kpl::degrees_of_freedom(eigenvalues, learner.lambda, definition), df, 1e-10)
+            << "differences " << differences << " df " << df;
+        // M (G + lambda K) = I.
+        for (int a = 0; a < k; ++a)
+          for (int b = 0; b < k; ++b) {
+            double product = 0;
+            for (int c = 0; c < k; ++c)
+              product += learner.inverse[a * k + c] *
+                         (gram[c * k + b] + learner.lambda * penalty[c * k + b]);
+            EXPECT_NEAR(product, a == b ? 1.0 : 0.0, 1e-8);
+          }
+      }
+      // df = k: no penalty; below the null space: an error naming the learner.
+      EXPECT_EQ(kpl::penalise_learner(gram, penalty, k, k, definition, "test").lambda, 0);
+      if (differences > 0) {
+        try {
+          kpl::penalise_learner(gram, penalty, k, differences, definition, "covariate 7",
+                                differences);
+          ADD_FAILURE() << "no error for df below the null-space dimension";
+        } catch (const std::invalid_argument& error) {
+          EXPECT_NE(std::string(error.what()).find("covariate 7"), std::string::npos);
+        }
+      }
+    }
+  }
+  const auto gram = sample_gram(8, 3, 100, 1);
+  const auto penalty = kpl::difference_penalty(8, 2);
+  EXPECT_THROW(kpl::penalise_learner(gram, penalty, 8, 0, kpl::DfDefinition::trace, "t"),
+               std::invalid_argument);
+  EXPECT_THROW(kpl::penalise_learner(gram, penalty, 8, 8.5, kpl::DfDefinition::trace, "t"),
+               std::invalid_argument);
+}
+
+// ---------------------------------------------------- mboost's reference fits
+
+struct Reference {
+  kpl::GamOptions options;
+  std::vector<std::int64_t> selected;
+  std::vector<double> risk, prediction_train, prediction_test;
+};
+
+Reference read_reference(const std::string& name) {
+  const kpl::hdf5::InputFile file(data_directory + name);
+  Reference reference;
+  reference.options.basis_size = static_cast<int>(file.read_integer_attribute("/", "basis_size"));
+  reference.options.degree = static_cast<int>(file.read_integer_attribute("/", "degree"));
+  reference.options.differences =
+      static_cast<int>(file.read_integer_attribute("/", "penalty_differences"));
+  reference.options.df = file.read_number_attribute("/", "df");
+  reference.options.df_definition = file.read_string_attribute("/", "df_definition") == "trace(S)"
+                                        ? kpl::DfDefinition::trace
+                                        : kpl::DfDefinition::trace_2s_sts;
+  reference.options.mstop = static_cast<int>(file.read_integer_attribute("/", "mstop"));
+  reference.options.nu = file.read_number_attribute("/", "nu");
+  const auto selected = file.read<std::int64_t, 1>("/selected");
+  reference.selected.assign(selected.data(), selected.data() + selected.size());
+  const auto as_vector = [&](const std::string& dataset) {
+    const auto values = file.read<double, 1>(dataset);
+    return std::vector<double>(values.data(), values.data() + values.size());
+  };
+  reference.risk = as_vector("/risk");
+  reference.prediction_train = as_vector("/pred_train");
+  reference.prediction_test = as_vector("/pred_test");
+  return reference;
+}
+
+template <class T, class Space>
+Kokkos::View<T**, Kokkos::LayoutLeft, typename Space::memory_space> to_device_matrix(
+    const kpl::hdf5::HostArray<double, 2>& host) {
+  Kokkos::View<T**, Kokkos::LayoutLeft, Kokkos::HostSpace> converted("X", host.extent(0),
+                                                                     host.extent(1));
+  for (std::size_t i = 0; i < host.extent(0); ++i)
+    for (std::size_t j = 0; j < host.extent(1); ++j) converted(i, j) = T(host(i, j));
+  return Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), converted);
+}
+
+template <class T, class Space>
+Kokkos::View<T*, typename Space::memory_space> to_device_vector(
+    const kpl::hdf5::HostArray<double, 1>& host) {
+  Kokkos::View<T*, Kokkos::HostSpace> converted("y", host.extent(0));
+  for (std::size_t i = 0; i < host.extent(0); ++i) converted(i) = T(host(i));
+  return Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), converted);
+}
+
+template <class Space, class XView>
+std::vector<double> predict(const kpl::GamModel& model, const XView& X) {
+  Space space;
+  Kokkos::View<double*, typename Space::memory_space> prediction("prediction", X.extent(0));
+  kpl::predict_gam(space, model, X, prediction,
+                   Kokkos::View<double**, typename Space::memory_space>());
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), prediction);
+  return std::vector<double>(host.data(), host.data() + host.size());
+}
+
+double relative_difference(const std::vector<double>& got, const std::vector<double>& expected) {
+  double largest_error = 0, scale = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    largest_error = std::max(largest_error, std::fabs(got[i] - expected[i]));
+    scale = std::max(scale, std::fabs(expected[i]));
+  }
+  return largest_error / scale;
+}
+
+template <class Space, class T>
+void check_mboost_reference(const std::string& name, kpl::GamMode mode, kpl::GamBasis basis,
+                            int gram_refresh = 100, std::int64_t gram_cache_bytes = 1 << 30) {
+  SCOPED_TRACE(name + " mode " + kpl::to_string(mode) + " basis " + kpl::to_string(basis) +
+               (std::is_same_v<T, float> ? " float" : " double"));
+  const auto reference = read_reference(name);
+  const kpl::hdf5::InputFile train(data_directory + "gam_small.h5");
+  const kpl::hdf5::InputFile test(data_directory + "gam_small_test.h5");
+  const auto X = to_device_matrix<T, Space>(train.read<double, 2>("/X"));
+  const auto y = to_device_vector<T, Space>(train.read<double, 1>("/y"));
+  const auto X_test = to_device_matrix<T, Space>(test.read<double, 2>("/X"));
+  auto options = reference.options;
+  options.mode = mode;
+  options.basis = basis;
+  options.gram_refresh = gram_refresh;
+  options.gram_cache_bytes = gram_cache_bytes;
+  const auto model = kpl::fit_gam(Space(), X, y, options);
+  ASSERT_EQ(model.selected.size(), reference.selected.size());
+  std::int64_t first_mismatch = -1;
+  for (std::size_t m = 0; m < reference.selected.size() && first_mismatch < 0; ++m)
+    if (model.selected[m] != reference.selected[m]) first_mismatch = m;
+  EXPECT_EQ(first_mismatch, -1) << "first iteration selecting another covariate than mboost";
+  if constexpr (std::is_same_v<T, double>) {
+    EXPECT_LT(relative_difference(model.risk, reference.risk), 1e-9);
+    EXPECT_LT(relative_difference(predict<Space>(model, X), reference.prediction_train), 1e-6);
+    EXPECT_LT(relative_difference(predict<Space>(model, X_test), reference.prediction_test), 1e-6);
+  } else {
+    EXPECT_LT(relative_difference(predict<Space>(model, X_test), reference.prediction_test), 1e-3);
+  }
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostRidge) {
+  check_mboost_reference<TypeParam, double>("gam_small_mboost_k16_d0.h5", kpl::GamMode::direct,
+                                            kpl::GamBasis::compact);
+  check_mboost_reference<TypeParam, double>("gam_small_mboost_k16_d0.h5", kpl::GamMode::gram,
+                                            kpl::GamBasis::compact);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostPspline) {
+  check_mboost_reference<TypeParam, double>("gam_small_mboost_k24_d2.h5", kpl::GamMode::direct,
+                                            kpl::GamBasis::compact);
+  check_mboost_reference<TypeParam, double>("gam_small_mboost_k24_d2.h5", kpl::GamMode::gram,
+                                            kpl::GamBasis::compact);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostWithDenseBasisAndGemv) {
+  check_mboost_reference<TypeParam, double>("gam_small_mboost_k16_d0.h5", kpl::GamMode::direct,
+                                            kpl::GamBasis::dense);
+}
+
+// Gram mode with a refresh every 7 iterations and room for one cached block
+// (every other selection recomputes B_j^T B_s): still mboost's path.
+KPL_EXECUTION_SPACE_TEST(Gam, GramModeWithSmallCacheAndFrequentRefresh) {
+  check_mboost_reference<TypeParam, double>("gam_small_mboost_k24_d2.h5", kpl::GamMode::gram,
+                                            kpl::GamBasis::compact, 7, 100 * 24 * 24 * 8);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, FloatSelectsTheSameCovariates) {
+  check_mboost_reference<TypeParam, float>("gam_small_mboost_k16_d0.h5", kpl::GamMode::direct,
+                                           kpl::GamBasis::compact);
+  check_mboost_reference<TypeParam, float>("gam_small_mboost_k24_d2.h5", kpl::GamMode::direct,
+                                           kpl::GamBasis::compact);
+  check_mboost_reference<TypeParam, float>("gam_small_mboost_k16_d0.h5", kpl::GamMode::gram,
+                                           kpl::GamBasis::dense);
+}
+
+// ----------------------------------------- families against a host reference
+
+// Algorithm 2 written out on the host in double with dense matrices: the
+// basis from the textbook recursion, lambda from penalise_learner (tested
+// above), each learner's fit formed and its RSS summed explicitly.
+kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
+                            const kpl::GamOptions& options) {
+  const std::int64_t n = X.extent(0), p = X.extent(1);
+  const int k = options.basis_size;
+  kpl::GamModel model;
+  std::vector<std::vector<double>> B(p, std::vector<double>(n * k));
+  std::vector<std::vector<double>> inverse(p);
+  const auto penalty = kpl::difference_penalty(k, options.differences);
+  for (std::int64_t j = 0; j < p; ++j) {
+    double lower = X(0, j), upper = X(0, j);
+    for (std::int64_t i = 0; i < n; ++i) {
+      lower = std::min(lower, X(i, j));
+      upper = std::max(upper, X(i, j));
+    }
+    const kpl::BsplineMesh mesh{lower, upper, k, options.degree};
+    std::vector<double> gram(k * k, 0.0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto row = reference_row(mesh, X(i, j));
+      for (int a = 0; a < k; ++a) B[j][i * k + a] = row[a];
+    }
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b)
+        for (std::int64_t i = 0; i < n; ++i) gram[a * k + b] += B[j][i * k + a] * B[j][i * k + b];
+    inverse[j] =
+        kpl::penalise_learner(gram, penalty, k, options.df, options.df_definition, "x").inverse;
+  }
+  const kpl::detail::GamFamilyFunctions family{options.family};
+  double mean = 0;
+  for (double value : y) mean += value / n;
+  model.offset = options.family == kpl::GamFamily::binomial  ? std::log(mean / (1 - mean))
+                 : options.family == kpl::GamFamily::poisson ? std::log(mean)
+                                                             : mean;
+  std::vector<double> f(n, model.offset), u(n);
+  model.coefficients.assign(p * k, 0.0);
+  const auto risk = [&] {
+    double sum = 0;
+    for (std::int64_t i = 0; i < n; ++i) sum += family.loss(y[i], f[i]);
+    return sum;
+  };
+  model.risk.push_back(risk());
+  for (int m = 0; m < options.mstop; ++m) {
+    for (std::int64_t i = 0; i < n; ++i) u[i] = family.negative_gradient(y[i], f[i]);
+    double best_rss = std::numeric_limits<double>::infinity();
+    std::int64_t best = -1;
+    std::vector<double> best_fit, best_gamma;
+    for (std::int64_t j = 0; j < p; ++j) {
+      std::vector<double> c(k, 0.0), gamma(k, 0.0), fit(n, 0.0);
+      for (int a = 0; a < k; ++a)
+        for (std::int64_t i = 0; i < n; ++i) c[a] += B[j][i * k + a] * u[i];
+      for (int a = 0; a < k; ++a)
+        for (int b = 0; b < k; ++b) gamma[a] += inverse[j][a * k + b] * c[b];
+      double rss = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        for (int a = 0; a < k; ++a) fit[i] += B[j][i * k + a] * gamma[a];
+        rss += (u[i] - fit[i]) * (u[i] - fit[i]);
+      }
+      if (rss < best_rss) {
+        best_rss = rss;
+        best = j;
+        best_fit = fit;
+        best_gamma = gamma;
+      }
+    }
+    model.selected.push_back(best);
+    for (std::int64_t i = 0; i < n; ++i) f[i] += options.nu * best_fit[i];
+    for (int a = 0; a < k; ++a) model.coefficients[best * k + a] += options.nu * best_gamma[a];
+    model.risk.push_back(risk());
+  }
+  return model;
+}
+
+template <class Space>
+void check_family_against_host(kpl::GamFamily family) {
+  SCOPED_TRACE("family " + kpl::to_string(family));
+  const std::int64_t n = 301, p = 4;
+  std::mt19937_64 generator(5);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  HostMatrix X("X", n, p);
+  std::vector<double> y(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) X(i, j) = uniform(generator);
+    const double eta = std::sin(2 * M_PI * X(i, 1)) + 0.8 * X(i, 2) - 0.4;
+    if (family == kpl::GamFamily::binomial) {
+      y[i] = uniform(generator) < 1 / (1 + std::exp(-eta)) ? 1 : 0;
+    } else {
+      std::poisson_distribution<int> poisson(std::exp(eta));
+      y[i] = poisson(generator);
+    }
+  }
+  kpl::GamOptions options;
+  options.basis_size = 9;
+  options.family = family;
+  options.mstop = 40;
+  options.nu = 0.3;
+  const auto expected = host_boosting(X, y, options);
+  auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
+  Kokkos::View<double*, Kokkos::HostSpace> host_y("y", n);
+  for (std::int64_t i = 0; i < n; ++i) host_y(i) = y[i];
+  auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), host_y);
+  const auto model = kpl::fit_gam(Space(), device_X, device_y, options);
+  EXPECT_EQ(model.selected, expected.selected);
+  EXPECT_NEAR(model.offset, expected.offset, 1e-12);
+  EXPECT_LT(relative_difference(model.risk, expected.risk), 1e-10);
+  EXPECT_LT(relative_difference(model.coefficients, expected.coefficients), 1e-9);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, BinomialMatchesHostReference) {
+  check_family_against_host<TypeParam>(kpl::GamFamily::binomial);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, PoissonMatchesHostReference) {
+  check_family_against_host<TypeParam>(kpl::GamFamily::poisson);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, GaussianMatchesHostReferenceOnOddSizes) {
+  using Space = TypeParam;
+  const std::int64_t n = 37, p = 3;
+  std::mt19937_64 generator(9);
+  std::uniform_real_distribution<double> uniform(-2, 3);
+  HostMatrix X("X", n, p);
+  std::vector<double> y(n);
+  Kokkos::View<double*, Kokkos::HostSpace> host_y("y", n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) X(i, j) = uniform(generator);
+    host_y(i) = y[i] = X(i, 0) * X(i, 0) + uniform(generator);
+  }
+  for (int degree : {1, 2, 3}) {
+    kpl::GamOptions options;
+    options.basis_size = 7;
+    options.degree = degree;
+    options.differences = degree == 1 ? 1 : 2;
+    options.df = 3.5;
+    options.mstop = 25;
+    const auto expected = host_boosting(X, y, options);
+    auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
+    auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), host_y);
+    for (auto mode : {kpl::GamMode::direct, kpl::GamMode::gram}) {
+      options.mode = mode;
+      const auto model = kpl::fit_gam(Space(), device_X, device_y, options);
+      EXPECT_EQ(model.selected, expected.selected) << "degree " << degree;
+      EXPECT_LT(relative_difference(model.coefficients, expected.coefficients), 1e-9);
+    }
+    options.mstop = 0;  // the offset alone
+    const auto empty = kpl::fit_gam(Space(), device_X, device_y, options);
+    EXPECT_TRUE(empty.selected.empty());
+    ASSERT_EQ(empty.risk.size(), 1u);
+    EXPECT_NEAR(empty.risk[0], expected.risk[0], 1e-9 * expected.risk[0]);
+  }
+}
+
+// ------------------------------------------------ simulation and validation
+
+KPL_EXECUTION_SPACE_TEST(Gam, FindsTheSimulationsInformativeCovariates) {
+  using Space = TypeParam;
+  kpl::GamSimulation simulation;
+  simulation.observations = 1500;
+  simulation.covariates = 40;
+  simulation.informative = 8;
+  simulation.seed = 3;
+  const auto data = kpl::simulate_gam(simulation);
+  ASSERT_EQ(data.informative.size(), 8u);
+  auto X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), data.X);
+  auto y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), data.y);
+  kpl::GamOptions options;
+  options.mstop = 300;
+  const auto model = kpl::fit_gam(Space(), X, y, options);
+  const std::set<std::int64_t> chosen(model.selected.begin(), model.selected.end());
+  for (auto j : data.informative) EXPECT_TRUE(chosen.count(j)) << "informative covariate " << j;
+  // The informative covariates take nearly every iteration.
+  std::int64_t informative_steps = 0;
+  for (auto j : model.selected)
+    informative_steps += std::count(data.informative.begin(), data.informative.end(), j);
+  EXPECT_GT(informative_steps, 0.95 * options.mstop);
+  EXPECT_LT(model.risk.back(), 0.05 * model.risk.front());
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, CrossValidationPicksTheLeastOutOfFoldRisk) {
+  using Space = TypeParam;
+  kpl::GamSimulation simulation;
+  simulation.observations = 400;
+  simulation.covariates = 6;
+  simulation.informative = 2;
+  simulation.noise_variance = 4;
+  const auto data = kpl::simulate_gam(simulation);
+  auto X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), data.X);
+  auto y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), data.y);
+  kpl::GamOptions options;
+  options.mstop = 60;
+  options.nu = 0.3;
+  const auto cv = kpl::cross_validate_gam(Space(), X, y, options, 4, 7);
+  ASSERT_EQ(cv.risk.size(), 4u * 61);
+  std::vector<double> mean(61, 0.0);
+  for (int fold = 0; fold < 4; ++fold)
+    for (int m = 0; m <= 60; ++m) mean[m] += cv.risk[fold * 61 + m] / 4;
+  EXPECT_EQ(cv.best_mstop, std::min_element(mean.begin(), mean.end()) - mean.begin());
+  EXPECT_LT(mean[cv.best_mstop], 0.6 * mean[0]);  // boosting helps out of fold
+  // At m = 0 the out-of-fold risk is the held-out rows' squared deviation
+  // from the training rows' mean: about the variance of y.
+  double y_mean = 0, y_variance = 0;
+  for (std::size_t i = 0; i < data.y.extent(0); ++i) y_mean += data.y(i) / data.y.extent(0);
+  for (std::size_t i = 0; i < data.y.extent(0); ++i)
+    y_variance += (data.y(i) - y_mean) * (data.y(i) - y_mean) / data.y.extent(0);
+  EXPECT_NEAR(mean[0], y_variance, 0.1 * y_variance);
+  EXPECT_THROW(kpl::cross_validate_gam(Space(), X, y, options, 1), std::invalid_argument);
+}
+
+template <class Space>
+void expect_fit_error(HostMatrix X, std::vector<double> y_values, kpl::GamOptions options,
+                      const std::string& message_part) {
+  Kokkos::View<double*, Kokkos::HostSpace> y("y", y_values.size());
+  for (std::size_t i = 0; i < y_values.size(); ++i) y(i) = y_values[i];
+  auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
+  auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), y);
+  try {
+    kpl::fit_gam(Space(), device_X, device_y, options);
+    ADD_FAILURE() << "no error; expected one mentioning '" << message_part << "'";
+  } catch (const std::exception& error) {
+    EXPECT_NE(std::string(error.what()).find(message_part), std::string::npos)
+        << "message: " << error.what();
+  }
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, BadInputIsAClearError) {
+  using Space = TypeParam;
+  const std::int64_t n = 50;
+  HostMatrix X("X", n, 2);
+  std::vector<double> y(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    X(i, 0) = i * 0.1;
+    X(i, 1) = std::sin(double(i));
+    y[i] = i % 2;
+  }
+  kpl::GamOptions options;
+  options.basis_size = 8;
+  expect_fit_error<Space>(HostMatrix("X", 5, 2), std::vector<double>(5, 1.0), options,
+                          "fewer than the basis size");
+  expect_fit_error<Space>(HostMatrix("X", n, 0), y, options, "no covariates");
+  expect_fit_error<Space>(X, std::vector<double>(n - 1, 1.0), options, "y 49 values");
+  HostMatrix constant("X", n, 2);
+  Kokkos::deep_copy(constant, X);
+  for (std::int64_t i = 0; i < n; ++i) constant(i, 1) = 2.5;
+  expect_fit_error<Space>(constant, y, options, "covariate 1 (0-based column of X) is constant");
+  HostMatrix with_nan("X", n, 2);
+  Kokkos::deep_copy(with_nan, X);
+  with_nan(3, 1) = std::numeric_limits<double>::quiet_NaN();
+  expect_fit_error<Space>(with_nan, y, options, "NaN or infinite");
+  auto infinite_y = y;
+  infinite_y[7] = std::numeric_limits<double>::infinity();
+  expect_fit_error<Space>(X, infinite_y, options, "NaN or infinite");
+  auto binomial = options;
+  binomial.family = kpl::GamFamily::binomial;
+  auto not_binary = y;
+  not_binary[4] = 2;
+  expect_fit_error<Space>(X, not_binary, binomial, "not 0 or 1");
+  expect_fit_error<Space>(X, std::vector<double>(n, 1.0), binomial, "single class");
+  auto poisson = options;
+  poisson.family = kpl::GamFamily::poisson;
+  auto negative = y;
+  negative[0] = -1;
+  expect_fit_error<Space>(X, negative, poisson, "negative");
+  auto bad_df = options;
+  bad_df.df = 0;
+  expect_fit_error<Space>(X, y, bad_df, "df 0");
+  bad_df.df = 8.5;
+  expect_fit_error<Space>(X, y, bad_df, "outside (0, basis size 8]");
+  bad_df.df = 1.5;  // below the second-difference penalty's null space (2)
+  expect_fit_error<Space>(X, y, bad_df, "not reachable");
+  auto gram_binomial = binomial;
+  gram_binomial.mode = kpl::GamMode::gram;
+  expect_fit_error<Space>(X, y, gram_binomial, "Gram mode needs the Gaussian family");
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, PredictionContinuesLinearlyOutsideTheRange) {
+  using Space = TypeParam;
+  const std::int64_t n = 200;
+  HostMatrix X("X", n, 1);
+  Kokkos::View<double*, Kokkos::HostSpace> y("y", n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    X(i, 0) = double(i) / (n - 1);
+    y(i) = std::cos(3 * X(i, 0)) + X(i, 0) * X(i, 0);
+  }
+  kpl::GamOptions options;
+  options.basis_size = 10;
+  options.mstop = 50;
+  auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
+  auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), y);
+  const auto model = kpl::fit_gam(Space(), device_X, device_y, options);
+  const std::vector<double> points{1.0, 1.5, 2.0, 0.0, -0.5, -1.0};
+  HostMatrix at("at", points.size(), 1);
+  for (std::size_t i = 0; i < points.size(); ++i) at(i, 0) = points[i];
+  auto device_at = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), at);
+  Kokkos::View<double*, typename Space::memory_space> prediction("prediction", points.size());
+  Kokkos::View<double**, typename Space::memory_space> partial("partial", points.size(), 1);
+  kpl::predict_gam(Space(), model, device_at, prediction, partial);
+  auto f = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), prediction);
+  auto effects = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), partial);
+  EXPECT_NEAR(f(2) - f(1), f(1) - f(0), 1e-10);  // straight beyond the upper end
+  EXPECT_NEAR(f(5) - f(4), f(4) - f(3), 1e-10);  // and below the lower one
+  for (std::size_t i = 0; i < points.size(); ++i)
+    EXPECT_NEAR(f(i), model.offset + effects(i, 0), 1e-12);
+}
+
+}  // namespace
