@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, command 1: install what is missing, build, and run kpl's job on
 # the inputs shipped in inputs/: `kpl info`, the self-check of the kernels on
-# every enabled backend, batched NNLS and the waveform deconvolution.
+# every enabled backend, batched NNLS, the waveform deconvolution and a boosted
+# GAM (fit, predict, and a plot of its partial effects).
 # Settings: see scripts/common_build.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common_build.sh"
@@ -16,3 +17,13 @@ echo "report written to $KPL_BUILD_DIR/self_check_report.h5"
   --output "$KPL_BUILD_DIR/nnls_gauss_small_x.h5"
 "$kpl" deconv --input "$kpl_root/inputs/deconv_lvis_small.h5" \
   --output "$KPL_BUILD_DIR/deconv_lvis_small_x.h5"
+"$kpl" gam fit --input "$kpl_root/inputs/gam_small.h5" --output "$KPL_BUILD_DIR/gam_small_model.h5"
+"$kpl" gam predict --model "$KPL_BUILD_DIR/gam_small_model.h5" \
+  --input "$kpl_root/inputs/gam_small.h5" --output "$KPL_BUILD_DIR/gam_small_prediction.h5"
+if /usr/bin/env python3 -c "import h5py, matplotlib" 2>/dev/null; then
+  python3 "$kpl_root/scripts/plot_gam_effects.py" --kpl "$kpl" \
+    --model "$KPL_BUILD_DIR/gam_small_model.h5" --data "$kpl_root/inputs/gam_small.h5" \
+    --output "$KPL_BUILD_DIR/gam_small_effects.png"
+else
+  echo "python3 with h5py and matplotlib not found: partial-effect plot skipped"
+fi

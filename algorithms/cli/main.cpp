@@ -4,12 +4,15 @@
 #include <kpl/deconvolution.hpp>
 #include <kpl/detail/kokkos_compat.hpp>
 #include <kpl/error.hpp>
+#include <kpl/gam_file.hpp>
 #include <kpl/info.hpp>
 #include <kpl/nnls_file.hpp>
 #include <kpl/self_check.hpp>
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <exception>
@@ -212,6 +215,111 @@ int main(int argc, char** argv) {
   add_solver_options(deconv_command, deconv_arguments,
                      "adaptive: 64, doubled up to m for the waveforms that reach it");
 
+  auto* gam_command = app.add_subcommand(
+      "gam", "Boosted generalised additive models (mboost's gamboost with bbs learners)");
+  gam_command->require_subcommand(1);
+  std::string gam_input, gam_output, gam_penalty = "pspline", gam_df_definition = "trace2",
+                                     gam_family = "gaussian", gam_gemv = "", gam_mode = "direct",
+                                     gam_basis = "compact", gam_precision = "double";
+  kpl::GamFitFileOptions gam_options;
+  auto* gam_fit_command = gam_command->add_subcommand(
+      "fit",
+      "Fit by component-wise L2 boosting with one penalised B-spline learner per covariate. "
+      "Input: /X [n, p], /y [n]. Output: /selected [mstop] (0-based covariate per iteration), "
+      "/risk [mstop + 1], /offset, /coefficients [p, k], /lambda, /df [p], /boundary [p, 2], "
+      "settings as attributes; with --cv also /cv_risk [K, mstop + 1]");
+  gam_fit_command->add_option("--input", gam_input, "HDF5 file with /X and /y")
+      ->required()
+      ->check(CLI::ExistingFile);
+  gam_fit_command->add_option("--output", gam_output, "Model file to write")->required();
+  gam_fit_command
+      ->add_option("--basis-size", gam_options.gam.basis_size,
+                   "B-spline functions per covariate (k - degree - 1 interior knots)")
+      ->check(CLI::Range(3, 1 << 12))
+      ->capture_default_str();
+  gam_fit_command->add_option("--degree", gam_options.gam.degree, "B-spline degree")
+      ->check(CLI::Range(1, kpl::bspline_max_degree))
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--penalty", gam_penalty,
+                   "pspline: difference penalty of order --differences; ridge: K = I")
+      ->check(CLI::IsMember({"pspline", "ridge"}))
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--differences", gam_options.gam.differences,
+                   "Difference order of the P-spline penalty")
+      ->check(CLI::Range(1, 3))
+      ->capture_default_str();
+  gam_fit_command->add_option("--df", gam_options.gam.df, "Degrees of freedom of every learner")
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--df-definition", gam_df_definition,
+                   "trace: tr(S) (Sieminski & Lee); trace2: tr(2S - S^T S) (mboost's default)")
+      ->check(CLI::IsMember({"trace", "trace2"}))
+      ->capture_default_str();
+  gam_fit_command->add_option("--nu", gam_options.gam.nu, "Step length")->capture_default_str();
+  gam_fit_command->add_option("--mstop", gam_options.gam.mstop, "Boosting iterations")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--family", gam_family,
+                   "gaussian (squared error), binomial (y in {0, 1}, log-odds) or poisson (log "
+                   "link)")
+      ->check(CLI::IsMember({"gaussian", "binomial", "poisson"}))
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--cv", gam_options.cv_folds,
+                   "Choose mstop in [0, --mstop] by K-fold cross-validation, then refit on all "
+                   "rows")
+      ->check(CLI::Range(2, 1 << 20));
+  gam_fit_command->add_option("--cv-seed", gam_options.cv_seed, "Seed of the fold assignment")
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--mode", gam_mode,
+                   "direct: B^T u from the basis every iteration; gram (gaussian): kept up to "
+                   "date from cross-products, O(p k^2) an iteration")
+      ->check(CLI::IsMember({"direct", "gram"}))
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--basis", gam_basis,
+                   "compact: (first index, degree + 1 values) per row; dense: n x p k, through "
+                   "kpl::gemv")
+      ->check(CLI::IsMember({"compact", "dense"}))
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--gemv", gam_gemv,
+                   "gemv strategy for the dense basis (implies --basis dense): automatic, "
+                   "thread-per-row, team-per-dot, partial-rows, kokkos-kernels")
+      ->check(CLI::IsMember(
+          {"automatic", "thread-per-row", "team-per-dot", "partial-rows", "kokkos-kernels"}));
+  gam_fit_command
+      ->add_option("--gram-refresh", gam_options.gam.gram_refresh,
+                   "Gram mode: recompute B^T u, f and the risk from the rows this often")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  gam_fit_command
+      ->add_option("--precision", gam_precision,
+                   "Precision of the basis (sums, f and the learners' matrices stay double)")
+      ->check(CLI::IsMember({"double", "float"}))
+      ->capture_default_str();
+
+  std::string predict_model, predict_input, predict_output;
+  bool predict_partial = false;
+  auto* gam_predict_command = gam_command->add_subcommand(
+      "predict",
+      "Predict with a fitted model: /prediction [n] (link scale: log-odds for binomial, log "
+      "mean for poisson) and, with --partial-effects, /partial_effects [n, p]; covariates "
+      "outside the training range continue linearly");
+  gam_predict_command->add_option("--model", predict_model, "Model file from kpl gam fit")
+      ->required()
+      ->check(CLI::ExistingFile);
+  gam_predict_command->add_option("--input", predict_input, "HDF5 file with /X [n, p]")
+      ->required()
+      ->check(CLI::ExistingFile);
+  gam_predict_command->add_option("--output", predict_output, "HDF5 file to write")->required();
+  gam_predict_command->add_flag("--partial-effects", predict_partial,
+                                "Also write each covariate's f_j(x_j)");
+
   auto* simulate_command =
       app.add_subcommand("simulate", "Write simulated inputs for the other commands");
   simulate_command->require_subcommand(1);
@@ -236,6 +344,33 @@ int main(int argc, char** argv) {
   simulate_deconv_command->add_option("--output", simulate_deconv_output, "HDF5 file to write")
       ->required();
 
+  kpl::GamSimulation gam_simulation;
+  std::string simulate_gam_output;
+  auto* simulate_gam_command = simulate_command->add_subcommand(
+      "gam",
+      "Sieminski & Lee's simulation for kpl gam fit: x_j ~ U(0, 1), a random set of informative "
+      "covariates adds 10 sin(2 pi x_j) each, intercept 7, Gaussian noise; writes /X, /y, "
+      "/informative");
+  simulate_gam_command->add_option("--n", gam_simulation.observations, "Observations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  simulate_gam_command->add_option("--p", gam_simulation.covariates, "Covariates")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  simulate_gam_command
+      ->add_option("--informative", gam_simulation.informative,
+                   "Covariates with an effect (at most --p)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  simulate_gam_command->add_option("--seed", gam_simulation.seed, "Random seed")
+      ->capture_default_str();
+  simulate_gam_command
+      ->add_option("--noise-variance", gam_simulation.noise_variance, "Variance of the noise")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  simulate_gam_command->add_option("--output", simulate_gam_output, "HDF5 file to write")
+      ->required();
+
   try {
     // CLI11 wants the arguments without the program name, in reverse order.
     std::vector<std::string> reversed(arguments.kpl.rbegin(), arguments.kpl.rend());
@@ -245,8 +380,9 @@ int main(int argc, char** argv) {
     return status == 0 ? exit_success : exit_usage;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "kpl: a command is required (info, self-check, nnls, deconv, simulate); see kpl "
-                 "--help\n";
+    std::cerr
+        << "kpl: a command is required (info, self-check, nnls, deconv, gam, simulate); see kpl "
+           "--help\n";
     return exit_usage;
   }
 
@@ -288,6 +424,57 @@ int main(int argc, char** argv) {
                 << summary.waveforms / std::max(summary.seconds, 1e-9)
                 << " waveforms/s, file I/O included); wrote " << deconv_output << "\n";
       print_status_counts(summary.status_counts);
+      return exit_success;
+    }
+    if (gam_fit_command->parsed()) {
+      auto& gam = gam_options.gam;
+      if (gam_penalty == "ridge") gam.differences = 0;
+      gam.df_definition =
+          gam_df_definition == "trace" ? kpl::DfDefinition::trace : kpl::DfDefinition::trace_2s_sts;
+      gam.family = gam_family == "binomial"  ? kpl::GamFamily::binomial
+                   : gam_family == "poisson" ? kpl::GamFamily::poisson
+                                             : kpl::GamFamily::gaussian;
+      gam.mode = gam_mode == "gram" ? kpl::GamMode::gram : kpl::GamMode::direct;
+      gam.basis =
+          gam_basis == "dense" || !gam_gemv.empty() ? kpl::GamBasis::dense : kpl::GamBasis::compact;
+      if (!gam_gemv.empty()) gam.gemv.strategy = kpl::gemv_strategy_from_string(gam_gemv);
+      gam_options.single_precision = gam_precision == "float";
+      // A progress line on a terminal only (stderr, rewritten in place).
+      const bool terminal = isatty(fileno(stderr)) != 0;
+      if (terminal) {
+        const int total = gam.mstop;
+        gam_options.progress.report = [total](int iteration, double risk) {
+          std::cerr << "\rkpl gam fit: iteration " << iteration << "/" << total << ", risk " << risk
+                    << "   " << std::flush;
+        };
+      }
+      const auto summary = kpl::fit_gam_file(gam_input, gam_output, gam_options);
+      if (terminal) std::cerr << "\n";
+      std::cout << "kpl gam fit: " << summary.observations << " observations, "
+                << summary.covariates << " covariates, mstop " << summary.mstop;
+      if (gam_options.cv_folds > 0)
+        std::cout << " (chosen by " << gam_options.cv_folds << "-fold cross-validation in "
+                  << summary.cv_seconds << " s)";
+      std::cout << " on " << Kokkos::DefaultExecutionSpace::name() << ": basis "
+                << summary.timings.basis_seconds << " s, lambda search "
+                << summary.timings.penalty_seconds << " s, boosting "
+                << summary.timings.boosting_seconds << " s; final risk " << summary.final_risk
+                << "; wrote " << gam_output << "\n";
+      return exit_success;
+    }
+    if (gam_predict_command->parsed()) {
+      const auto rows =
+          kpl::predict_gam_file(predict_model, predict_input, predict_output, predict_partial);
+      std::cout << "kpl gam predict: " << rows << " predictions; wrote " << predict_output << "\n";
+      return exit_success;
+    }
+    if (simulate_gam_command->parsed()) {
+      if (gam_simulation.informative > gam_simulation.covariates)
+        throw kpl::input_error("--informative " + std::to_string(gam_simulation.informative) +
+                               " exceeds --p " + std::to_string(gam_simulation.covariates));
+      kpl::simulate_gam_file(gam_simulation, simulate_gam_output);
+      std::cout << "kpl simulate gam: wrote " << gam_simulation.observations << " x "
+                << gam_simulation.covariates << " covariates to " << simulate_gam_output << "\n";
       return exit_success;
     }
     if (simulate_deconv_command->parsed()) {
