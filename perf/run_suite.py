@@ -51,6 +51,9 @@ QUICK_FILTERS = {
     "kpl_gemv_benchmark": r"gemv/(T|N)/float/[^/]+/{backend}/rows:(1000|10000)/columns:(16|64)/",
     "kpl_nnls_benchmark": r"(nnls/uniform512/double/classical-twice/[^/]+/{backend}/systems:1/)|"
     r"(deconv/lvis432/double/{backend}/waveforms:192/)",
+    "kpl_gam_benchmark": r"(gam_fit/(compact|dense-automatic|dense-kokkos-kernels)/(direct|gram)/"
+    r"double/k:16/mstop:100/{backend}/n:1000/)|"
+    r"(gam_kernel/transpose_product/double/k:32/{backend}/n:10000/)",
 }
 
 
@@ -201,7 +204,7 @@ def figure(entry):
     """The figure a benchmark reports: (value, unit)."""
     if "GB/s" in entry:
         return entry["GB/s"], "GB/s"
-    for unit in ("systems/s", "waveforms/s", "items_per_second"):
+    for unit in ("systems/s", "waveforms/s", "fits/s", "items_per_second"):
         if unit in entry:
             return entry[unit], unit
     return None, ""
@@ -222,6 +225,9 @@ def baseline_names(name):
         return [("/".join([family, "naive"] + parts[2:]), "naive broadcast")]
     if family == "broadcast_factor_sweep":
         return [("/".join(["broadcast", "naive"] + parts[2:]), "naive broadcast")]
+    if family == "gam_fit" and len(parts) > 2 and parts[1] != "dense-kokkos-kernels":
+        return [("/".join([family, "dense-kokkos-kernels", "direct"] + parts[3:]),
+                 "dense basis, KokkosBlas::gemv")]
     if family == "copy_kernel":
         return [("/".join(["copy"] + parts[1:]), "Kokkos::deep_copy")]
     return []
@@ -316,6 +322,7 @@ def plot(output, results):
         written += plot_gemv(plt, directory, backend, entries)
         written += plot_broadcast(plt, directory, backend, entries)
         written += plot_nnls(plt, directory, backend, entries)
+        written += plot_gam(plt, directory, backend, entries)
     for path in written:
         log(f"wrote {path}")
 
@@ -435,6 +442,42 @@ def plot_nnls(plt, directory, backend, entries):
     return save_figure(plt, figure_,
                        f"batched NNLS, {backend} (after Luo & Duraiswami Tables 7.1-7.3)",
                        directory / f"nnls_time_vs_systems_{backend}.png")
+
+
+def plot_gam(plt, directory, backend, entries):
+    """Boosted GAM fit time (basis and lambda search included) against n, one
+    panel per basis size k (the seed's grid, Sieminski & Lee §4); colour =
+    basis and mode or gemv strategy, solid = double, dashed = float."""
+    pattern = re.compile(
+        rf"gam_fit/([^/]+)/([^/]+)/(float|double)/k:(\d+)/mstop:(\d+)/{backend}/n:(\d+)/")
+    series = {}
+    for name, entry in entries.items():
+        match = pattern.match(name)
+        if match:
+            storage, mode, precision, k, mstop, n = match.groups()
+            label = f"{storage} {mode}" + ("" if mstop == "100" else f", mstop {mstop}")
+            series.setdefault((int(k), label, precision), []).append((int(n), seconds(entry)))
+    if not series:
+        return []
+    sizes = sorted({key[0] for key in series})
+    colours = {}
+    figure_, axes = plt.subplots(1, len(sizes), figsize=(5.5 * len(sizes), 4.6), squeeze=False)
+    for column, k in enumerate(sizes):
+        axis = axes[0][column]
+        for key in sorted(key for key in series if key[0] == k):
+            _, label, precision = key
+            colour = colours.setdefault(label, f"C{len(colours) % 10}")
+            points = sorted(series[key])
+            axis.loglog([p[0] for p in points], [p[1] for p in points], marker="o", color=colour,
+                        linestyle="-" if precision == "double" else "--",
+                        label=f"{label}, {precision}")
+        axis.set_title(f"k = {k}, p = 100")
+        axis.set_xlabel("observations n")
+        axis.set_ylabel("seconds per fit (mstop 100 unless marked)")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=6)
+    return save_figure(plt, figure_, f"boosted GAM fit time vs n, {backend}",
+                       directory / f"gam_fit_time_vs_n_{backend}.png")
 
 
 def main():

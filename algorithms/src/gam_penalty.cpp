@@ -145,11 +145,18 @@ LearnerPenalty penalise_learner(const std::vector<double>& gram, const std::vect
                                 " is not reachable: the penalty leaves " +
                                 std::to_string(unpenalised) +
                                 " degrees of freedom unpenalised (its null space); ask for more");
-  // rank(B) from G's spectrum (mboost: rankMatrix(X) by QR).
-  const auto gram_spectrum = symmetric_eigenvalues(gram, k);
-  int rank = 0;
-  for (double value : gram_spectrum)
-    if (value > gram_spectrum.front() * k * 1e-13) ++rank;
+  // rank(B) (mboost: rankMatrix(X) by QR): k when G has a Cholesky factor,
+  // otherwise counted from G's spectrum.
+  int rank = k;
+  {
+    Matrix unused;
+    if (!cholesky(gram, k, unused)) {
+      const auto gram_spectrum = symmetric_eigenvalues(gram, k);
+      rank = 0;
+      for (double value : gram_spectrum)
+        if (value > gram_spectrum.front() * k * 1e-13) ++rank;
+    }
+  }
   LearnerPenalty result;
   std::vector<double> eigenvalues;
   try {

@@ -151,12 +151,34 @@ void transpose_product(const ExecutionSpace& space, const CompactBasis<T, Memory
         Scratch sums(member.team_scratch(0), k);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) { sums(a) = 0; });
         member.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
-          const Sum weight = u(i);
-          const int column = first(j, i);
-          for (int q = 0; q < width; ++q)
-            detail::scratch_add<ExecutionSpace>(&sums(column + q), Sum(values(j, q, i)) * weight);
-        });
+        if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
+          // One thread per team: a plain loop over raw rows, so that the
+          // compiler keeps the streams' pointers in registers.
+          const int* columns = &first(j, 0);
+          const T* row_values = &values(j, 0, 0);
+          const std::int64_t stride = values.stride(1);
+          Sum* local = sums.data();
+          const auto rows_of = [&](auto width_constant) {
+            const int w = width_constant;  // compile-time for cubic splines: unrolled
+            for (std::int64_t i = begin; i < end; ++i) {
+              const Sum weight = u(i);
+              Sum* target = local + columns[i];
+              for (int q = 0; q < w; ++q) target[q] += Sum(row_values[q * stride + i]) * weight;
+            }
+          };
+          if (width == 4) {
+            rows_of(std::integral_constant<int, 4>());
+          } else {
+            rows_of(width);
+          }
+        } else {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
+            const Sum weight = u(i);
+            const int column = first(j, i);
+            for (int q = 0; q < width; ++q)
+              detail::scratch_add<ExecutionSpace>(&sums(column + q), Sum(values(j, q, i)) * weight);
+          });
+        }
         member.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) {
           if (sums(a) != Sum(0)) Kokkos::atomic_add(&c(j * k + a), sums(a));
@@ -224,17 +246,46 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
         Scratch sums(member.team_scratch(0), k * k);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k * k), [&](int a) { sums(a) = 0; });
         member.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
-          const Sum weight = weighted ? Sum(w(i)) : Sum(1);
-          if (weight == Sum(0)) return;
-          const int row_column = first(j, i), column_column = first(other, i);
-          for (int q = 0; q < width; ++q) {
-            const Sum left = weight * Sum(values(j, q, i));
-            for (int r = 0; r < width; ++r)
-              detail::scratch_add<ExecutionSpace>(&sums((row_column + q) * k + column_column + r),
-                                                  left * Sum(values(other, r, i)));
+        if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
+          // One thread per team: raw streams, the 4 x 4 outer product of
+          // cubic splines unrolled (its rows are contiguous in `sums`).
+          const int* row_columns = &first(j, 0);
+          const int* partner_columns = &first(other, 0);
+          const T* row_values = &values(j, 0, 0);
+          const T* partner_values = &values(other, 0, 0);
+          const std::int64_t stride = values.stride(1);
+          Sum* local = sums.data();
+          const auto rows_of = [&](auto width_constant) {
+            const int width_ = width_constant;
+            for (std::int64_t i = begin; i < end; ++i) {
+              const Sum weight = weighted ? Sum(w(i)) : Sum(1);
+              if (weight == Sum(0)) continue;
+              Sum right[bspline_max_degree + 1];
+              for (int r = 0; r < width_; ++r) right[r] = Sum(partner_values[r * stride + i]);
+              Sum* target = local + row_columns[i] * k + partner_columns[i];
+              for (int q = 0; q < width_; ++q) {
+                const Sum left = weight * Sum(row_values[q * stride + i]);
+                for (int r = 0; r < width_; ++r) target[q * k + r] += left * right[r];
+              }
+            }
+          };
+          if (width == 4) {
+            rows_of(std::integral_constant<int, 4>());
+          } else {
+            rows_of(width);
           }
-        });
+        } else
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
+            const Sum weight = weighted ? Sum(w(i)) : Sum(1);
+            if (weight == Sum(0)) return;
+            const int row_column = first(j, i), column_column = first(other, i);
+            for (int q = 0; q < width; ++q) {
+              const Sum left = weight * Sum(values(j, q, i));
+              for (int r = 0; r < width; ++r)
+                detail::scratch_add<ExecutionSpace>(&sums((row_column + q) * k + column_column + r),
+                                                    left * Sum(values(other, r, i)));
+            }
+          });
         member.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k * k), [&](int a) {
           if (sums(a) != Sum(0)) Kokkos::atomic_add(&out(j * k * k + a), sums(a));

@@ -1,0 +1,192 @@
+// The boosted GAM on every backend (Sieminski & Lee 2023 §4: p = 100
+// covariates of their simulation, 20 informative): whole fits, basis
+// construction and lambda search included, for the seed's grid of n and k
+// per basis storage, mode and gemv strategy, and the kernels of one
+// iteration. A fit reports fits/s and its time split (basis, lambda,
+// boosting seconds); the per-iteration kernels report the bytes they must
+// read (the basis once) as GB/s. The mboost baseline (one core of the 2-core
+// machine) is in perf/RESULTS.md.
+#include "benchmark_report.hpp"
+
+#include <kpl/compact_basis.hpp>
+#include <kpl/execution_spaces.hpp>
+#include <kpl/gam.hpp>
+#include <kpl/gam_file.hpp>
+
+#include <benchmark/benchmark.h>
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+constexpr std::int64_t covariates = 100;
+
+// The seed's simulated data, made once per size and kept for the run (as
+// plain vectors: Views may not outlive Kokkos).
+struct Simulated {
+  std::vector<double> X, y;  // X row-major [n, p]
+};
+
+const Simulated& simulated(std::int64_t n) {
+  static std::map<std::int64_t, Simulated> cache;
+  auto found = cache.find(n);
+  if (found == cache.end()) {
+    kpl::GamSimulation simulation;
+    simulation.observations = n;
+    simulation.covariates = covariates;
+    simulation.seed = 2023;
+    const auto data = kpl::simulate_gam(simulation);
+    Simulated copy{std::vector<double>(data.X.data(), data.X.data() + data.X.size()),
+                   std::vector<double>(data.y.data(), data.y.data() + data.y.size())};
+    found = cache.emplace(n, std::move(copy)).first;
+  }
+  return found->second;
+}
+
+template <class Space, class T>
+std::pair<Kokkos::View<T**, Kokkos::LayoutLeft, typename Space::memory_space>,
+          Kokkos::View<T*, typename Space::memory_space>>
+device_data(std::int64_t n) {
+  const auto& data = simulated(n);
+  Kokkos::View<T**, Kokkos::LayoutLeft, Kokkos::HostSpace> X("X", n, covariates);
+  Kokkos::View<T*, Kokkos::HostSpace> y("y", n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    y(i) = T(data.y[i]);
+    for (std::int64_t j = 0; j < covariates; ++j) X(i, j) = T(data.X[i * covariates + j]);
+  }
+  return {Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X),
+          Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), y)};
+}
+
+// The seed's benchmark setting: ridge learners with df = trace(S) = 1.
+kpl::GamOptions seed_options(int k, int mstop) {
+  kpl::GamOptions options;
+  options.basis_size = k;
+  options.differences = 0;
+  options.df = 1;
+  options.df_definition = kpl::DfDefinition::trace;
+  options.mstop = mstop;
+  return options;
+}
+
+template <class Space, class T>
+void gam_fit(benchmark::State& state, kpl::GamOptions options) {
+  const std::int64_t n = state.range(0);
+  const auto [X, y] = device_data<Space, T>(n);
+  const Space space;
+  kpl::GamTimings timings, total{};
+  for (auto _ : state) {
+    const auto model = kpl::fit_gam(space, X, y, options, &timings);
+    benchmark::DoNotOptimize(model.risk.back());
+    total.basis_seconds += timings.basis_seconds;
+    total.penalty_seconds += timings.penalty_seconds;
+    total.boosting_seconds += timings.boosting_seconds;
+  }
+  const double fits = double(state.iterations());
+  state.counters["fits/s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["basis_s"] = total.basis_seconds / fits;
+  state.counters["lambda_s"] = total.penalty_seconds / fits;
+  state.counters["boosting_s"] = total.boosting_seconds / fits;
+  state.counters["ms/iteration"] = 1e3 * total.boosting_seconds / fits / options.mstop;
+  state.SetLabel(std::string("backend=") + Space::name());
+}
+
+// B^T u for all learners from the compact basis: the direct mode's kernel.
+template <class Space, class T>
+void gam_transpose_product(benchmark::State& state, int k) {
+  using Memory = typename Space::memory_space;
+  const std::int64_t n = state.range(0);
+  const auto [X, y] = device_data<Space, T>(n);
+  const Space space;
+  Kokkos::View<kpl::BsplineMesh*, Memory> meshes("meshes", covariates);
+  {
+    auto host = Kokkos::create_mirror_view(meshes);
+    for (std::int64_t j = 0; j < covariates; ++j) host(j) = {0.0, 1.0, k, 3};
+    Kokkos::deep_copy(meshes, host);
+  }
+  kpl::CompactBasis<T, Memory> basis("basis", covariates, n, 4, k);
+  kpl::build_bspline_basis(space, X, meshes, basis);
+  Kokkos::View<double*, Memory> u("u", n), c("c", covariates * k);
+  Kokkos::deep_copy(u, 1.0);
+  for (auto _ : state) {
+    kpl::transpose_product(space, basis, u, c);
+    space.fence();
+  }
+  kpl::perf::report_bytes(state, double(basis.bytes() + n * sizeof(double)), Space::name());
+}
+
+template <class T>
+const char* precision() {
+  return sizeof(T) == 8 ? "double" : "float";
+}
+
+template <class Space, class T>
+void register_for() {
+  constexpr bool host = kpl::detail::runs_on_host_v<Space>;
+  const std::string suffix = std::string("/") + precision<T>();
+  // Fit time vs n, the seed's grid of k, compact basis, both modes.
+  const std::vector<std::int64_t> sizes =
+      host ? std::vector<std::int64_t>{1000, 10000} : std::vector<std::int64_t>{1000, 10000, 100000};
+  for (int k : {16, 32, 64}) {
+    for (auto mode : {kpl::GamMode::direct, kpl::GamMode::gram}) {
+      for (int mstop : {100, 1000}) {
+        if (mstop == 1000 && (host || k != 32)) continue;
+        auto options = seed_options(k, mstop);
+        options.mode = mode;
+        auto* benchmark = benchmark::RegisterBenchmark(
+            ("gam_fit/compact/" + kpl::to_string(mode) + suffix + "/k:" + std::to_string(k) +
+             "/mstop:" + std::to_string(mstop) + "/" + Space::name())
+                .c_str(),
+            [options](benchmark::State& state) { gam_fit<Space, T>(state, options); });
+        benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMillisecond);
+        for (auto n : sizes) benchmark->Arg(n);
+        if (!host && k == 32 && mstop == 100) benchmark->Arg(1000000);
+      }
+    }
+  }
+  // The seed's gemv strategies on the dense basis (n x p k), direct mode.
+  for (int k : {16, 32, 64}) {
+    for (auto strategy :
+         {kpl::GemvStrategy::automatic, kpl::GemvStrategy::thread_per_row,
+          kpl::GemvStrategy::team_per_dot, kpl::GemvStrategy::partial_rows,
+          kpl::GemvStrategy::kokkos_kernels}) {
+      auto options = seed_options(k, 100);
+      options.basis = kpl::GamBasis::dense;
+      options.gemv.strategy = strategy;
+      auto* benchmark = benchmark::RegisterBenchmark(
+          ("gam_fit/dense-" + std::string(kpl::to_string(strategy)) + "/direct" + suffix +
+           "/k:" + std::to_string(k) + "/mstop:100/" + Space::name())
+              .c_str(),
+          [options](benchmark::State& state) { gam_fit<Space, T>(state, options); });
+      benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMillisecond);
+      benchmark->Arg(1000)->Arg(10000);
+      if (!host) benchmark->Arg(100000);
+    }
+  }
+  for (int k : {16, 32, 64}) {
+    auto* benchmark = benchmark::RegisterBenchmark(
+        ("gam_kernel/transpose_product" + suffix + "/k:" + std::to_string(k) + "/" +
+         Space::name())
+            .c_str(),
+        [k](benchmark::State& state) { gam_transpose_product<Space, T>(state, k); });
+    benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMicrosecond);
+    benchmark->Arg(10000)->Arg(100000);
+    if (!host) benchmark->Arg(1000000);
+  }
+}
+
+const bool registered = [] {
+  kpl::for_each_execution_space([](auto tag) {
+    using Space = typename decltype(tag)::type;
+    register_for<Space, double>();
+    register_for<Space, float>();
+  });
+  return true;
+}();
+
+}  // namespace
