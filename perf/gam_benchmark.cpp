@@ -145,9 +145,19 @@ void register_for() {
             [options](benchmark::State& state) { gam_fit<Space, T>(state, options); });
         benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMillisecond);
         for (auto n : sizes) benchmark->Arg(n);
-        if (!host && k == 32 && mstop == 100) benchmark->Arg(1000000);
+        if (k == 32 && mstop == 100) benchmark->Arg(host ? 100000 : 1000000);  // the anchors' n
       }
     }
+  }
+  // The mboost anchor's first case: n = 2000, k = 16, mstop = 200.
+  for (auto mode : {kpl::GamMode::direct, kpl::GamMode::gram}) {
+    auto options = seed_options(16, 200);
+    options.mode = mode;
+    auto* benchmark = benchmark::RegisterBenchmark(
+        ("gam_fit/compact/" + kpl::to_string(mode) + suffix + "/k:16/mstop:200/" + Space::name())
+            .c_str(),
+        [options](benchmark::State& state) { gam_fit<Space, T>(state, options); });
+    benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMillisecond)->Arg(2000);
   }
   // The seed's gemv strategies on the dense basis (n x p k), direct mode.
   for (int k : {16, 32, 64}) {

@@ -206,6 +206,7 @@ KPL_EXECUTION_SPACE_TEST(Gam, CompactBasisProductsMatchDense) {
   check_compact_products<TypeParam>(17, 3, 9, 3);
   check_compact_products<TypeParam>(1000, 2, 8, 2);
   check_compact_products<TypeParam>(5000, 3, 16, 3);
+  check_compact_products<TypeParam>(300, 2, 100, 3);  // k x k sums beyond GPU shared memory
 }
 
 TEST(GamPenalty, DifferencePenaltyIsDTD) {

@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
   gam_fit_command
       ->add_option("--basis-size", gam_options.gam.basis_size,
                    "B-spline functions per covariate (k - degree - 1 interior knots)")
-      ->check(CLI::Range(3, 1 << 12))
+      ->check(CLI::Range(3, 256))
       ->capture_default_str();
   gam_fit_command->add_option("--degree", gam_options.gam.degree, "B-spline degree")
       ->check(CLI::Range(1, kpl::bspline_max_degree))

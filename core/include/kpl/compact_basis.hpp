@@ -234,16 +234,20 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
   const auto first = basis.first;
   const auto values = basis.values;
   constexpr int team_size = detail::compact_team_size<ExecutionSpace>();
+  // k x k sums per team: in shared memory while they fit (k <= 78 doubles on
+  // an H100), else in the slower level-1 scratch.
+  const std::size_t scratch_bytes = Scratch::shmem_size(k * k);
+  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
   Kokkos::parallel_for(
       "kpl::compact_basis::cross_products",
       Policy(space, static_cast<int>(blocks * chunks), team_size)
-          .set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(k * k))),
+          .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
       KOKKOS_LAMBDA(const Member& member) {
         const std::int64_t j = member.league_rank() / chunks;
         const std::int64_t other = partner < 0 ? j : partner;
         const std::int64_t begin = (member.league_rank() % chunks) * rows_per_team;
         const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-        Scratch sums(member.team_scratch(0), k * k);
+        Scratch sums(member.team_scratch(level), k * k);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k * k), [&](int a) { sums(a) = 0; });
         member.team_barrier();
         if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {

@@ -91,7 +91,8 @@ struct RiskReducer {
   KOKKOS_INLINE_FUNCTION void init(value_type& value) const { value = {0.0, 0.0}; }
   KOKKOS_INLINE_FUNCTION value_type& reference() const { return *result.data(); }
   KOKKOS_INLINE_FUNCTION result_view_type view() const { return result; }
-  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
+  // As Kokkos' own reducers built from a View: the result is the View's.
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return false; }
 };
 
 template <class ExecutionSpace>
