@@ -93,6 +93,7 @@ void gam_fit(benchmark::State& state, kpl::GamOptions options) {
   state.counters["lambda_s"] = total.penalty_seconds / fits;
   state.counters["boosting_s"] = total.boosting_seconds / fits;
   state.counters["ms/iteration"] = 1e3 * total.boosting_seconds / fits / options.mstop;
+  state.counters["device_GB"] = double(timings.device_bytes) * 1e-9;
   state.SetLabel(std::string("backend=") + Space::name());
 }
 
@@ -130,8 +131,8 @@ void register_for() {
   constexpr bool host = kpl::detail::runs_on_host_v<Space>;
   const std::string suffix = std::string("/") + precision<T>();
   // Fit time vs n, the seed's grid of k, compact basis, both modes.
-  const std::vector<std::int64_t> sizes =
-      host ? std::vector<std::int64_t>{1000, 10000} : std::vector<std::int64_t>{1000, 10000, 100000};
+  const std::vector<std::int64_t> sizes = host ? std::vector<std::int64_t>{1000, 10000}
+                                               : std::vector<std::int64_t>{1000, 10000, 100000};
   for (int k : {16, 32, 64}) {
     for (auto mode : {kpl::GamMode::direct, kpl::GamMode::gram}) {
       for (int mstop : {100, 1000}) {
@@ -161,10 +162,9 @@ void register_for() {
   }
   // The seed's gemv strategies on the dense basis (n x p k), direct mode.
   for (int k : {16, 32, 64}) {
-    for (auto strategy :
-         {kpl::GemvStrategy::automatic, kpl::GemvStrategy::thread_per_row,
-          kpl::GemvStrategy::team_per_dot, kpl::GemvStrategy::partial_rows,
-          kpl::GemvStrategy::kokkos_kernels}) {
+    for (auto strategy : {kpl::GemvStrategy::automatic, kpl::GemvStrategy::thread_per_row,
+                          kpl::GemvStrategy::team_per_dot, kpl::GemvStrategy::partial_rows,
+                          kpl::GemvStrategy::kokkos_kernels}) {
       auto options = seed_options(k, 100);
       options.basis = kpl::GamBasis::dense;
       options.gemv.strategy = strategy;
@@ -180,8 +180,7 @@ void register_for() {
   }
   for (int k : {16, 32, 64}) {
     auto* benchmark = benchmark::RegisterBenchmark(
-        ("gam_kernel/transpose_product" + suffix + "/k:" + std::to_string(k) + "/" +
-         Space::name())
+        ("gam_kernel/transpose_product" + suffix + "/k:" + std::to_string(k) + "/" + Space::name())
             .c_str(),
         [k](benchmark::State& state) { gam_transpose_product<Space, T>(state, k); });
     benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMicrosecond);

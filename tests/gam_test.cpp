@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <set>
@@ -29,7 +30,10 @@ namespace {
 using HostMatrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>;
 using HostVector = Kokkos::View<double*, Kokkos::HostSpace>;
 
-const std::string data_directory = std::string(KPL_SOURCE_DIR) + "/tests/data/gam/";
+// KPL_SOURCE_DIR in the environment finds the data where a build was moved.
+const std::string data_directory =
+    std::string(std::getenv("KPL_SOURCE_DIR") ? std::getenv("KPL_SOURCE_DIR") : KPL_SOURCE_DIR) +
+    "/tests/data/gam/";
 
 // The textbook definition (de Boor 1978): N_{i,0} = 1 on [t_i, t_{i+1}),
 // N_{i,d} = (x - t_i)/(t_{i+d} - t_i) N_{i,d-1} + (t_{i+d+1} - x)/(t_{i+d+1} - t_{i+1})

@@ -121,6 +121,8 @@ struct GamTimings {
   double basis_seconds = 0;     // knots, compact (and dense) basis, B_j^T B_j
   double penalty_seconds = 0;   // lambda search, M_j, R_j, their upload
   double boosting_seconds = 0;  // the iterations
+  // Device memory the fit allocated at its peak, X and y (the caller's) aside.
+  std::int64_t device_bytes = 0;
 };
 
 // Called from fit_gam at most every interval_seconds with (iterations done,
@@ -272,11 +274,33 @@ class GamBooster {
     }
     Kokkos::Timer boosting_timer;
     boost(weights, mstop, mode, gram, model, progress, held_out);
-    if (timings) timings->boosting_seconds = boosting_timer.seconds();
+    if (timings) {
+      timings->boosting_seconds = boosting_timer.seconds();
+      timings->device_bytes = device_bytes(mstop, mode);
+    }
     return model;
   }
 
- private:
+  // What the fit holds on the device: the basis, O(n) and O(p k^2) arrays,
+  // and in Gram mode the cached cross-product blocks.
+  std::int64_t device_bytes(int mstop, GamMode mode) const {
+    const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+    std::int64_t bytes = basis_.bytes() + dense_.size() * sizeof(T);
+    bytes += (y_.size() + f_.size() + u_.size() + c_.size() + 2 * learners_ * block +
+              learners_ * block /* gram */ + scores_.size() + learners_ * k_ /* coefficients */) *
+             sizeof(double);
+    bytes += (u_low_.size() + c_low_.size()) * sizeof(T) + (mstop + 1) * sizeof(RiskSums);
+    if (mode == GamMode::gram && mstop > 0) {
+      const std::int64_t per_slot = learners_ * block * sizeof(double);
+      const std::int64_t slots = std::max<std::int64_t>(
+          1, std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / per_slot}));
+      bytes += (slots + 1) * per_slot;
+    }
+    return bytes;
+  }
+
+  // The steps of a fit. Public only because CUDA forbids device lambdas in
+  // private member functions; detail:: is not API.
   template <class XView, class YView>
   void check_data(const XView& X, const YView& y) {
     const std::int64_t n = rows_, p = learners_;
@@ -438,7 +462,7 @@ class GamBooster {
     std::vector<int> slot_of(learners_, -1);
     std::int64_t slots = 0, used = 0;
     if (gram_mode && mstop > 0) {
-      const std::int64_t bytes_per_slot = learners_ * block * sizeof(T);
+      const std::int64_t bytes_per_slot = learners_ * block * sizeof(double);
       slots = std::max<std::int64_t>(
           1,
           std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / bytes_per_slot}));
@@ -531,6 +555,7 @@ class GamBooster {
                               host_coefficients.data() + host_coefficients.size());
   }
 
+ private:
   ExecutionSpace space_;
   GamOptions options_;
   std::int64_t rows_ = 0, learners_ = 0;
