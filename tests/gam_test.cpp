@@ -237,6 +237,34 @@ TEST(GamPenalty, SymmetricEigenvaluesOfKnownMatrices) {
   std::sort(eigenvalues.begin(), eigenvalues.end());
   for (int i = 0; i < 6; ++i)
     EXPECT_NEAR(eigenvalues[i], 2 - 2 * std::cos(M_PI * i / 6), 1e-13) << i;
+  // Q diag(lambda) Q^T for a random orthogonal Q (Gram-Schmidt of random
+  // columns), with repeated, zero and negative eigenvalues, sizes 1 to 40.
+  std::mt19937_64 generator(77);
+  std::normal_distribution<double> normal(0, 1);
+  for (int k : {1, 2, 3, 7, 24, 40}) {
+    std::vector<double> expected(k), q(k * k), matrix(k * k, 0.0);
+    for (int i = 0; i < k; ++i)
+      expected[i] = i % 5 == 0 ? 0.0 : (i % 3 == 0 ? 2.5 : normal(generator) * 10);
+    for (int j = 0; j < k; ++j) {
+      for (int i = 0; i < k; ++i) q[i * k + j] = normal(generator);
+      for (int previous = 0; previous < j; ++previous) {
+        double dot = 0;
+        for (int i = 0; i < k; ++i) dot += q[i * k + j] * q[i * k + previous];
+        for (int i = 0; i < k; ++i) q[i * k + j] -= dot * q[i * k + previous];
+      }
+      double norm = 0;
+      for (int i = 0; i < k; ++i) norm += q[i * k + j] * q[i * k + j];
+      for (int i = 0; i < k; ++i) q[i * k + j] /= std::sqrt(norm);
+    }
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b)
+        for (int i = 0; i < k; ++i) matrix[a * k + b] += q[a * k + i] * expected[i] * q[b * k + i];
+    auto computed = kpl::symmetric_eigenvalues(matrix, k);
+    std::sort(expected.begin(), expected.end(), std::greater<>());
+    ASSERT_EQ(computed.size(), expected.size());
+    for (int i = 0; i < k; ++i)
+      EXPECT_NEAR(computed[i], expected[i], 1e-11) << "k " << k << " i " << i;
+  }
 }
 
 // A B-spline Gram matrix of covariate values spread over the range.

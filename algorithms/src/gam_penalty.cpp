@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 namespace kpl {
@@ -67,40 +68,84 @@ Matrix transpose(const Matrix& a, int k) {
 }  // namespace
 
 std::vector<double> symmetric_eigenvalues(std::vector<double> a, int k) {
-  // Cyclic Jacobi rotations (Golub & Van Loan, Algorithm 8.5.3) until the
-  // off-diagonal part is negligible against the whole matrix.
-  double total = 0;
-  for (double value : a) total += value * value;
-  for (int sweep = 0; sweep < 100; ++sweep) {
-    double off = 0;
-    for (int i = 0; i < k; ++i)
-      for (int j = i + 1; j < k; ++j) off += 2 * a[i * k + j] * a[i * k + j];
-    if (off <= 1e-32 * total || off == 0) break;
-    for (int p = 0; p < k; ++p) {
-      for (int q = p + 1; q < k; ++q) {
-        const double apq = a[p * k + q];
-        if (apq == 0) continue;
-        const double theta = (a[q * k + q] - a[p * k + p]) / (2 * apq);
-        const double t =
-            (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(1 + theta * theta));
-        const double c = 1 / std::sqrt(1 + t * t), s = t * c;
-        for (int r = 0; r < k; ++r) {  // A <- A J (columns p, q)
-          const double arp = a[r * k + p], arq = a[r * k + q];
-          a[r * k + p] = c * arp - s * arq;
-          a[r * k + q] = s * arp + c * arq;
+  // Householder reduction to tridiagonal form, then the implicit QL method
+  // with Wilkinson-type shifts (Golub & Van Loan §8.3; eigenvalues only):
+  // about (4/3) k^3 flops, a tenth of cyclic Jacobi's at k = 32.
+  std::vector<double> diagonal(k), off(k, 0.0), v(k), q(k);
+  for (int column = 0; column + 2 < k; ++column) {
+    double norm = 0;
+    for (int i = column + 1; i < k; ++i) norm += a[i * k + column] * a[i * k + column];
+    norm = std::sqrt(norm);
+    if (norm == 0) continue;
+    const double head = a[(column + 1) * k + column];
+    const double alpha = head > 0 ? -norm : norm;
+    // v = x - alpha e_1, normalised; H = I - 2 v v^T maps x to alpha e_1.
+    double v_norm = 0;
+    for (int i = column + 1; i < k; ++i) {
+      v[i] = a[i * k + column] - (i == column + 1 ? alpha : 0.0);
+      v_norm += v[i] * v[i];
+    }
+    v_norm = std::sqrt(v_norm);
+    if (v_norm == 0) continue;
+    for (int i = column + 1; i < k; ++i) v[i] /= v_norm;
+    // Trailing block A <- H A H = A - v q^T - q v^T, q = 2 A v - 2 (v^T A v) v.
+    double vav = 0;
+    for (int i = column + 1; i < k; ++i) {
+      double sum = 0;
+      for (int j = column + 1; j < k; ++j) sum += a[i * k + j] * v[j];
+      q[i] = 2 * sum;
+      vav += v[i] * sum;
+    }
+    for (int i = column + 1; i < k; ++i) q[i] -= 2 * vav * v[i];
+    for (int i = column + 1; i < k; ++i)
+      for (int j = column + 1; j < k; ++j) a[i * k + j] -= v[i] * q[j] + q[i] * v[j];
+    a[(column + 1) * k + column] = a[column * k + column + 1] = alpha;
+    for (int i = column + 2; i < k; ++i) a[i * k + column] = a[column * k + i] = 0;
+  }
+  for (int i = 0; i < k; ++i) diagonal[i] = a[i * k + i];
+  for (int i = 0; i + 1 < k; ++i) off[i] = a[(i + 1) * k + i];
+  // Implicit QL: off[i] couples diagonal[i] and diagonal[i + 1].
+  const double epsilon = std::numeric_limits<double>::epsilon();
+  for (int low = 0; low < k; ++low) {
+    for (int sweep = 0;; ++sweep) {
+      int high = low;
+      while (high + 1 < k && std::fabs(off[high]) > epsilon * (std::fabs(diagonal[high]) +
+                                                               std::fabs(diagonal[high + 1])))
+        ++high;
+      if (high == low) break;
+      if (sweep == 100) throw std::runtime_error("kpl::symmetric_eigenvalues: QL did not converge");
+      double g = (diagonal[low + 1] - diagonal[low]) / (2 * off[low]);
+      double r = std::hypot(g, 1.0);
+      g = diagonal[high] - diagonal[low] + off[low] / (g + (g >= 0 ? r : -r));
+      double s = 1, c = 1, p = 0;
+      int i = high - 1;
+      bool underflow = false;
+      for (; i >= low; --i) {
+        const double f = s * off[i], b = c * off[i];
+        r = std::hypot(f, g);
+        off[i + 1] = r;
+        if (r == 0) {  // split: restart on the smaller problem
+          diagonal[i + 1] -= p;
+          off[high] = 0;
+          underflow = true;
+          break;
         }
-        for (int r = 0; r < k; ++r) {  // A <- J^T A (rows p, q)
-          const double apr = a[p * k + r], aqr = a[q * k + r];
-          a[p * k + r] = c * apr - s * aqr;
-          a[q * k + r] = s * apr + c * aqr;
-        }
+        s = f / r;
+        c = g / r;
+        g = diagonal[i + 1] - p;
+        r = (diagonal[i] - g) * s + 2 * c * b;
+        p = s * r;
+        diagonal[i + 1] = g + p;
+        g = c * r - b;
       }
+      if (underflow) continue;
+      diagonal[low] -= p;
+      off[low] = g;
+      off[high] = 0;
     }
   }
-  std::vector<double> eigenvalues(k);
-  for (int i = 0; i < k; ++i) eigenvalues[i] = a[i * k + i];
-  std::sort(eigenvalues.begin(), eigenvalues.end(), std::greater<>());
-  return eigenvalues;
+  std::sort(diagonal.begin(), diagonal.end(), std::greater<>());
+  return diagonal;
 }
 
 std::vector<double> demmler_reinsch_eigenvalues(const std::vector<double>& gram,

@@ -39,7 +39,7 @@ double degrees_of_freedom(const std::vector<double>& eigenvalues, double lambda,
                           DfDefinition definition);
 
 // The eigenvalues of a symmetric k x k matrix (row-major), descending
-// (cyclic Jacobi: accurate for the small matrices of base-learners).
+// (Householder tridiagonalisation and implicit QL).
 std::vector<double> symmetric_eigenvalues(std::vector<double> matrix, int k);
 
 struct LearnerPenalty {
