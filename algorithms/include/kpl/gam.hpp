@@ -175,12 +175,7 @@ class GamBooster {
                         " observations are fewer than the basis size " + std::to_string(k_));
     check_data(X, y);
     y_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::y"), rows_);
-    {
-      const auto converted = y_;
-      Kokkos::parallel_for(
-          "kpl::gam::copy_y", Kokkos::RangePolicy<ExecutionSpace>(space, 0, rows_),
-          KOKKOS_LAMBDA(const std::int64_t i) { converted(i) = double(y(i)); });
-    }
+    convert(y_, y);
     // Boundary knots: each covariate's range.
     Kokkos::View<MinMaxValue<T>*, Memory> ranges(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::ranges"), learners_);

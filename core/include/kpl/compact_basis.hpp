@@ -151,6 +151,8 @@ void transpose_product(const ExecutionSpace& space, const CompactBasis<T, Memory
         Scratch sums(member.team_scratch(0), k);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) { sums(a) = 0; });
         member.team_barrier();
+        // nvcc refuses captures that first appear inside `if constexpr`.
+        (void)first, (void)values, (void)u, (void)width;
         if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
           // One thread per team: a plain loop over raw rows, so that the
           // compiler keeps the streams' pointers in registers.
@@ -250,6 +252,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
         Scratch sums(member.team_scratch(level), k * k);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k * k), [&](int a) { sums(a) = 0; });
         member.team_barrier();
+        (void)first, (void)values, (void)w, (void)weighted, (void)width;  // see above
         if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
           // One thread per team: raw streams, the 4 x 4 outer product of
           // cubic splines unrolled (its rows are contiguous in `sums`).
