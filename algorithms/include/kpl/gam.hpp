@@ -198,21 +198,47 @@ class GamBooster {
     basis_ = CompactBasis<T, Memory>("kpl::gam::basis", learners_, rows_, options.degree + 1, k_);
     build_bspline_basis(space, X, device_meshes, basis_);
     if (options.basis == GamBasis::dense) build_dense();
-    f_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::f"), rows_);
-    u_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::u"), rows_);
-    c_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::c"),
-                learners_ * k_);
-    step_ = Vector(Kokkos::view_alloc(space, "kpl::gam::step"), k_);
-    scores_ = Kokkos::View<double*, Memory>(
-        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::scores"), learners_);
-    current_ = Kokkos::View<int, Memory>(Kokkos::view_alloc(space, "kpl::gam::current"));
+    allocate_state();
     space.fence();
     basis_seconds_ = timer.seconds();
+  }
+
+  // A booster on another execution-space instance that shares `other`'s
+  // basis and response (read-only) and has its own fit state: the folds of a
+  // cross-validation, run side by side.
+  GamBooster(const GamBooster& other, const ExecutionSpace& instance)
+      : space_(instance),
+        options_(other.options_),
+        rows_(other.rows_),
+        learners_(other.learners_),
+        k_(other.k_),
+        basis_seconds_(other.basis_seconds_),
+        meshes_(other.meshes_),
+        basis_(other.basis_),
+        dense_(other.dense_),
+        y_(other.y_) {
+    allocate_state();
   }
 
   const std::vector<BsplineMesh>& meshes() const { return meshes_; }
   std::int64_t rows() const { return rows_; }
   double basis_seconds() const { return basis_seconds_; }
+
+  // One fit's state between its steps (start, iterate, finish), so that the
+  // folds of a cross-validation can interleave on separate instances.
+  struct Run {
+    ConstVector weights;
+    int mstop = 0;
+    GamMode mode = GamMode::direct;
+    GamModel model;
+    Vector gram;  // B_j^T W B_j, [p k k]
+    Kokkos::View<RiskSums*, Memory> risk_sums;
+    Kokkos::View<int*, Memory> selected;
+    Kokkos::View<double*, Memory> coefficients;
+    Vector cache;  // Gram mode: cached blocks B_j^T W B_s ([p k k] each) per selected s
+    std::vector<int> slot_of;
+    std::int64_t slots = 0, used = 0;
+  };
 
   // Fits with weights (empty: all ones; cross-validation passes 0/1) for
   // `mstop` iterations in `mode`. held_out, if given, receives the summed
@@ -221,8 +247,38 @@ class GamBooster {
                const GamProgress& progress, std::vector<double>* held_out = nullptr) {
     if (held_out != nullptr && mode != GamMode::direct)
       throw std::invalid_argument("kpl::fit_gam: out-of-fold risks need the direct mode");
+    Run run = start(weights, mstop, mode, timings);
+    Kokkos::Timer boosting_timer, since_report;
+    for (int m = 0; m < mstop; ++m) {
+      iterate(run, m);
+      if (progress.report &&
+          (since_report.seconds() >= progress.interval_seconds || m + 1 == mstop)) {
+        RiskSums latest;
+        Kokkos::deep_copy(
+            space_, Kokkos::View<RiskSums, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&latest),
+            Kokkos::subview(run.risk_sums, m + 1));
+        space_.fence();
+        progress.report(m + 1, latest.training);
+        since_report.reset();
+      }
+    }
+    GamModel model = finish(run, held_out);
+    if (timings) {
+      timings->boosting_seconds = boosting_timer.seconds();
+      timings->device_bytes = device_bytes(mstop, mode);
+    }
+    return model;
+  }
+
+  // The fit's set-up: B_j^T W B_j, lambda_j, M_j, R_j, the offset, f, u and
+  // the risk at the offset.
+  Run start(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings) {
     Kokkos::Timer timer;
-    GamModel model;
+    Run run;
+    run.weights = weights;
+    run.mstop = mstop;
+    run.mode = mode;
+    GamModel& model = run.model;
     model.options = options_;
     model.options.mstop = mstop;
     model.options.mode = mode;
@@ -232,10 +288,10 @@ class GamBooster {
     const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
 
     // B_j^T W B_j for every learner, then lambda_j, M_j and R_j on the host.
-    Vector gram(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
-                learners_ * block);
-    cross_products(space_, basis_, weights, -1, gram);
-    auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gram);
+    run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
+                      learners_ * block);
+    cross_products(space_, basis_, weights, -1, run.gram);
+    auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.gram);
     const double cross_product_seconds = timer.seconds();
     penalise(host_gram, model);
     // The weighted offset: the mean response on the family's link scale.
@@ -267,13 +323,8 @@ class GamBooster {
       timings->basis_seconds = basis_seconds_ + cross_product_seconds;
       timings->penalty_seconds = timer.seconds() - cross_product_seconds;
     }
-    Kokkos::Timer boosting_timer;
-    boost(weights, mstop, mode, gram, model, progress, held_out);
-    if (timings) {
-      timings->boosting_seconds = boosting_timer.seconds();
-      timings->device_bytes = device_bytes(mstop, mode);
-    }
-    return model;
+    begin_boosting(run);
+    return run;
   }
 
   // What the fit holds on the device: the basis, O(n) and O(p k^2) arrays,
@@ -329,11 +380,6 @@ class GamBooster {
   }
 
   void build_dense() {
-    if constexpr (!std::is_same_v<T, double>) {
-      u_low_ = LowVector("kpl::gam::u_low", rows_);
-      c_low_ = LowVector("kpl::gam::c_low", learners_ * k_);
-      step_low_ = LowVector("kpl::gam::step_low", k_);
-    }
     const int k = k_, width = basis_.width();
     dense_ = Kokkos::View<T**, Kokkos::LayoutLeft, Memory>(
         Kokkos::view_alloc(space_, "kpl::gam::dense_basis"), rows_, learners_ * k_);
@@ -396,6 +442,26 @@ class GamBooster {
     space_.fence();
   }
 
+  // The per-fit device state (the basis and y are shared between boosters).
+  void allocate_state() {
+    const auto uninitialised = [&](const std::string& label) {
+      return Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, label);
+    };
+    f_ = Vector(uninitialised("kpl::gam::f"), rows_);
+    u_ = Vector(uninitialised("kpl::gam::u"), rows_);
+    c_ = Vector(uninitialised("kpl::gam::c"), learners_ * k_);
+    step_ = Vector(Kokkos::view_alloc(space_, "kpl::gam::step"), k_);
+    scores_ = Kokkos::View<double*, Memory>(uninitialised("kpl::gam::scores"), learners_);
+    current_ = Kokkos::View<int, Memory>(Kokkos::view_alloc(space_, "kpl::gam::current"));
+    if constexpr (!std::is_same_v<T, double>) {
+      if (options_.basis == GamBasis::dense) {
+        u_low_ = LowVector("kpl::gam::u_low", rows_);
+        c_low_ = LowVector("kpl::gam::c_low", learners_ * k_);
+        step_low_ = LowVector("kpl::gam::step_low", k_);
+      }
+    }
+  }
+
   // Copies between the double vectors and the basis' precision (dense mode
   // in float: kpl::gemv takes one precision).
   template <class To, class From>
@@ -436,109 +502,108 @@ class GamBooster {
                     ConstVector(y_), weights, f_, u_, risk_sums, slot);
   }
 
-  void boost(const ConstVector& weights, int mstop, GamMode mode, const Vector& gram,
-             GamModel& model, const GamProgress& progress, std::vector<double>* held_out) {
+  void begin_boosting(Run& run) {
+    const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+    const int mstop = run.mstop;
+    run.risk_sums =
+        Kokkos::View<RiskSums*, Memory>(Kokkos::view_alloc(space_, "kpl::gam::risk"), mstop + 1);
+    run.selected = Kokkos::View<int*, Memory>(Kokkos::view_alloc(space_, "kpl::gam::selected"),
+                                              std::max(mstop, 1));
+    run.coefficients = Kokkos::View<double*, Memory>(
+        Kokkos::view_alloc(space_, "kpl::gam::coefficients"), learners_ * k_);
+    Kokkos::deep_copy(space_, f_, run.model.offset);
+    gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
+                    ConstVector(y_), run.weights, f_, u_, run.risk_sums, 0);
+    run.slot_of.assign(learners_, -1);
+    if (run.mode == GamMode::gram && mstop > 0) {
+      const std::int64_t bytes_per_slot = learners_ * block * sizeof(double);
+      run.slots = std::max<std::int64_t>(
+          1,
+          std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / bytes_per_slot}));
+      run.cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
+                         (run.slots + 1) * learners_ * block);  // + 1: the block of an uncached s
+      compute_gradient_products();
+    }
+  }
+
+  // Iteration m: asynchronous on the booster's instance, except that the
+  // Gram and dense modes read the selected index back.
+  void iterate(Run& run, int m) {
     const int k = k_;
     const std::int64_t block = static_cast<std::int64_t>(k) * k;
     const GamFamilyFunctions family{options_.family};
-    Kokkos::View<RiskSums*, Memory> risk_sums(Kokkos::view_alloc(space_, "kpl::gam::risk"),
-                                              mstop + 1);
-    Kokkos::View<int*, Memory> selected(Kokkos::view_alloc(space_, "kpl::gam::selected"),
-                                        std::max(mstop, 1));
-    Kokkos::View<double*, Memory> coefficients(Kokkos::view_alloc(space_, "kpl::gam::coefficients"),
-                                               learners_ * k);
-    Kokkos::deep_copy(space_, f_, model.offset);
-    gam_update_rows(space_, basis_, false, current_, step_, family, ConstVector(y_), weights, f_,
-                    u_, risk_sums, 0);
-    const bool gram_mode = mode == GamMode::gram;
-    const bool dense = options_.basis == GamBasis::dense;
-    // Gram mode: cached blocks B_j^T W B_s ([p k k] each) per selected s.
-    Vector cache;
-    std::vector<int> slot_of(learners_, -1);
-    std::int64_t slots = 0, used = 0;
-    if (gram_mode && mstop > 0) {
-      const std::int64_t bytes_per_slot = learners_ * block * sizeof(double);
-      slots = std::max<std::int64_t>(
-          1,
-          std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / bytes_per_slot}));
-      cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
-                     (slots + 1) * learners_ * block);  // + 1: the block of an uncached s
-      compute_gradient_products();
-    }
-    auto host_current = Kokkos::create_mirror_view(current_);
-    Kokkos::Timer since_report;
-    for (int m = 0; m < mstop; ++m) {
-      if (!gram_mode) compute_gradient_products();
-      gam_scores(space_, learners_, k, c_, reduction_, scores_);
-      gam_select(space_, learners_, scores_, selected, m, current_);
-      if (gram_mode) {
-        Kokkos::deep_copy(space_, host_current, current_);
-        space_.fence();
-        const int s = host_current();
-        std::int64_t slot;
-        if (slot_of[s] >= 0) {
-          slot = slot_of[s];
-        } else {
-          slot = used < slots ? used++ : slots;
-          if (slot < slots) slot_of[s] = static_cast<int>(slot);
-          cross_products(space_, basis_, weights, s,
-                         Kokkos::subview(cache, std::make_pair(slot * learners_ * block,
-                                                               (slot + 1) * learners_ * block)));
-        }
-        gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, coefficients, gram,
-                      risk_sums, m);
-        gam_update_cross_products(
-            space_, learners_, k,
-            Kokkos::subview(
-                cache, std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block)),
-            step_, c_);
-        if ((m + 1) % options_.gram_refresh == 0 || m + 1 == mstop) {
-          refresh(weights, model.offset, coefficients, risk_sums, m + 1);
-          if (m + 1 < mstop) compute_gradient_products();
-        }
-      } else if (dense) {
-        gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, coefficients, Vector(),
-                      risk_sums, m);
-        Kokkos::deep_copy(space_, host_current, current_);
-        space_.fence();
-        const std::int64_t s = host_current();
-        const auto block_columns =
-            Kokkos::subview(dense_, Kokkos::ALL, std::make_pair(s * k, (s + 1) * k));
-        if constexpr (std::is_same_v<T, double>) {
-          gemv(space_, Transpose::no, 1.0, block_columns, step_, 1.0, f_, gemv_workspace_,
-               options_.gemv);
-        } else {
-          convert(step_low_, step_);
-          gemv(space_, Transpose::no, T(1), block_columns, step_low_, T(0), u_low_, gemv_workspace_,
-               options_.gemv);
-          const auto f = f_;
-          const auto fit = u_low_;
-          Kokkos::parallel_for(
-              "kpl::gam::add_fit", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
-              KOKKOS_LAMBDA(const std::int64_t i) { f(i) += double(fit(i)); });
-        }
-        gam_update_rows(space_, basis_, false, current_, step_, family, ConstVector(y_), weights,
-                        f_, u_, risk_sums, m + 1);
+    const auto& weights = run.weights;
+    if (run.mode != GamMode::gram) compute_gradient_products();
+    gam_scores(space_, learners_, k, c_, reduction_, scores_);
+    gam_select(space_, learners_, scores_, run.selected, m, current_);
+    if (run.mode == GamMode::gram) {
+      const int s = selected_on_host();
+      std::int64_t slot;
+      if (run.slot_of[s] >= 0) {
+        slot = run.slot_of[s];
       } else {
-        gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, coefficients, Vector(),
-                      risk_sums, m);
-        gam_update_rows(space_, basis_, true, current_, step_, family, ConstVector(y_), weights, f_,
-                        u_, risk_sums, m + 1);
+        slot = run.used < run.slots ? run.used++ : run.slots;
+        if (slot < run.slots) run.slot_of[s] = static_cast<int>(slot);
+        cross_products(space_, basis_, weights, s,
+                       Kokkos::subview(run.cache, std::make_pair(slot * learners_ * block,
+                                                                 (slot + 1) * learners_ * block)));
       }
-      if (progress.report &&
-          (since_report.seconds() >= progress.interval_seconds || m + 1 == mstop)) {
-        RiskSums latest;
-        Kokkos::deep_copy(
-            space_, Kokkos::View<RiskSums, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&latest),
-            Kokkos::subview(risk_sums, m + 1));
-        space_.fence();
-        progress.report(m + 1, latest.training);
-        since_report.reset();
+      gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, run.coefficients,
+                    run.gram, run.risk_sums, m);
+      gam_update_cross_products(
+          space_, learners_, k,
+          Kokkos::subview(run.cache,
+                          std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block)),
+          step_, c_);
+      if ((m + 1) % options_.gram_refresh == 0 || m + 1 == run.mstop) {
+        refresh(weights, run.model.offset, run.coefficients, run.risk_sums, m + 1);
+        if (m + 1 < run.mstop) compute_gradient_products();
       }
+    } else if (options_.basis == GamBasis::dense) {
+      gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, run.coefficients,
+                    Vector(), run.risk_sums, m);
+      const std::int64_t s = selected_on_host();
+      const auto block_columns =
+          Kokkos::subview(dense_, Kokkos::ALL, std::make_pair(s * k, (s + 1) * k));
+      if constexpr (std::is_same_v<T, double>) {
+        gemv(space_, Transpose::no, 1.0, block_columns, step_, 1.0, f_, gemv_workspace_,
+             options_.gemv);
+      } else {
+        convert(step_low_, step_);
+        gemv(space_, Transpose::no, T(1), block_columns, step_low_, T(0), u_low_, gemv_workspace_,
+             options_.gemv);
+        const auto f = f_;
+        const auto fit = u_low_;
+        Kokkos::parallel_for(
+            "kpl::gam::add_fit", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
+            KOKKOS_LAMBDA(const std::int64_t i) { f(i) += double(fit(i)); });
+      }
+      gam_update_rows(space_, basis_, false, current_, step_, family, ConstVector(y_), weights, f_,
+                      u_, run.risk_sums, m + 1);
+    } else {
+      gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, run.coefficients,
+                    Vector(), run.risk_sums, m);
+      gam_update_rows(space_, basis_, true, current_, step_, family, ConstVector(y_), weights, f_,
+                      u_, run.risk_sums, m + 1);
     }
-    auto host_risk = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), risk_sums);
-    auto host_selected = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), selected);
-    auto host_coefficients = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), coefficients);
+  }
+
+  int selected_on_host() {
+    int s;
+    Kokkos::deep_copy(space_, Kokkos::View<int, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&s),
+                      current_);
+    space_.fence();
+    return s;
+  }
+
+  GamModel finish(Run& run, std::vector<double>* held_out) {
+    space_.fence();
+    const int mstop = run.mstop;
+    GamModel& model = run.model;
+    auto host_risk = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.risk_sums);
+    auto host_selected = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.selected);
+    auto host_coefficients =
+        Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.coefficients);
     model.risk.resize(mstop + 1);
     if (held_out) held_out->resize(mstop + 1);
     for (int m = 0; m <= mstop; ++m) {
@@ -548,6 +613,7 @@ class GamBooster {
     model.selected.assign(host_selected.data(), host_selected.data() + mstop);
     model.coefficients.assign(host_coefficients.data(),
                               host_coefficients.data() + host_coefficients.size());
+    return std::move(model);
   }
 
  private:
@@ -589,17 +655,20 @@ GamModel fit_gam(const ExecutionSpace& space, const XView& X, const YView& y,
 // rows whose place in a permutation drawn from `seed` is f modulo K; each
 // fold's model is fitted (direct mode) on the other rows with the basis,
 // knots included, of all of them (as mboost's cvrisk reweights one model).
-// The folds run one after the other on `space`.
+// The folds share the basis and run side by side, each on its own instance
+// (its own stream on GPUs with Kokkos 4; in order on CPUs), iteration by
+// iteration: no fold waits for another's host round trip.
 template <class ExecutionSpace, class XView, class YView>
 GamCrossValidation cross_validate_gam(const ExecutionSpace& space, const XView& X, const YView& y,
                                       const GamOptions& options, int folds,
                                       std::uint64_t seed = 1) {
   using T = detail::gam_scalar_t<XView>;
+  using Booster = detail::GamBooster<ExecutionSpace, T>;
   const std::int64_t n = X.extent(0);
   if (folds < 2 || folds > n)
     throw std::invalid_argument("kpl::cross_validate_gam: " + std::to_string(folds) +
                                 " folds for " + std::to_string(n) + " observations");
-  detail::GamBooster<ExecutionSpace, T> booster(space, X, y, options);
+  Booster shared(space, X, y, options);
   std::vector<std::int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 generator(seed);
@@ -607,24 +676,35 @@ GamCrossValidation cross_validate_gam(const ExecutionSpace& space, const XView& 
   std::vector<int> fold_of(n);
   for (std::int64_t position = 0; position < n; ++position)
     fold_of[order[position]] = static_cast<int>(position % folds);
-  GamCrossValidation result;
-  result.folds = folds;
   const int mstop = options.mstop;
-  result.risk.assign(static_cast<std::size_t>(folds) * (mstop + 1), 0.0);
   using Memory = typename ExecutionSpace::memory_space;
-  Kokkos::View<double*, Memory> weights(Kokkos::view_alloc(space, "kpl::gam::fold_weights"), n);
-  auto host_weights = Kokkos::create_mirror_view(weights);
+  const auto instances = compat::concurrent_instances(space, folds);
+  std::vector<Booster> boosters;
+  std::vector<typename Booster::Run> runs;
+  std::vector<std::int64_t> held_out_rows(folds, 0);
+  boosters.reserve(folds);
   for (int fold = 0; fold < folds; ++fold) {
-    std::int64_t held_out_rows = 0;
+    Kokkos::View<double*, Memory> weights(Kokkos::view_alloc(space, "kpl::gam::fold_weights"), n);
+    auto host_weights = Kokkos::create_mirror_view(weights);
     for (std::int64_t i = 0; i < n; ++i) {
       host_weights(i) = fold_of[i] == fold ? 0.0 : 1.0;
-      held_out_rows += fold_of[i] == fold;
+      held_out_rows[fold] += fold_of[i] == fold;
     }
-    Kokkos::deep_copy(space, weights, host_weights);
+    Kokkos::deep_copy(weights, host_weights);
+    boosters.emplace_back(shared, instances[fold]);
+    runs.push_back(boosters.back().start(weights, mstop, GamMode::direct, nullptr));
+  }
+  for (int m = 0; m < mstop; ++m)
+    for (int fold = 0; fold < folds; ++fold) boosters[fold].iterate(runs[fold], m);
+  GamCrossValidation result;
+  result.folds = folds;
+  result.risk.assign(static_cast<std::size_t>(folds) * (mstop + 1), 0.0);
+  for (int fold = 0; fold < folds; ++fold) {
     std::vector<double> held_out;
-    booster.fit(weights, mstop, GamMode::direct, nullptr, {}, &held_out);
+    boosters[fold].finish(runs[fold], &held_out);
     for (int m = 0; m <= mstop; ++m)
-      result.risk[static_cast<std::size_t>(fold) * (mstop + 1) + m] = held_out[m] / held_out_rows;
+      result.risk[static_cast<std::size_t>(fold) * (mstop + 1) + m] =
+          held_out[m] / held_out_rows[fold];
   }
   double best = 0;
   for (int m = 0; m <= mstop; ++m) {

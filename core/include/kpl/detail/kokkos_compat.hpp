@@ -10,6 +10,8 @@
 #include <Kokkos_Core.hpp>
 
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #if KOKKOS_VERSION >= 40000
 #define KPL_KOKKOS_4 1
@@ -58,6 +60,19 @@ inline std::string host_threads_argument(int threads) {
 #else
   return "--kokkos-threads=" + std::to_string(threads);
 #endif
+}
+
+// `count` instances of `space`'s kind whose kernels may run concurrently:
+// new streams on GPUs with Kokkos 4 (partition_space); elsewhere copies of
+// `space` itself, which keep the work in order.
+template <class ExecutionSpace>
+std::vector<ExecutionSpace> concurrent_instances(const ExecutionSpace& space, int count) {
+#if KPL_KOKKOS_4
+  if constexpr (!std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>) {
+    return Kokkos::Experimental::partition_space(space, std::vector<int>(count, 1));
+  }
+#endif
+  return std::vector<ExecutionSpace>(count, space);
 }
 
 // Kokkos Kernels 4 takes the execution-space instance to run gemv on; 3.4
