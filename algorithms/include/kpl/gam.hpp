@@ -220,10 +220,6 @@ class GamBooster {
     allocate_state();
   }
 
-  const std::vector<BsplineMesh>& meshes() const { return meshes_; }
-  std::int64_t rows() const { return rows_; }
-  double basis_seconds() const { return basis_seconds_; }
-
   // One fit's state between its steps (start, iterate, finish), so that the
   // folds of a cross-validation can interleave on separate instances.
   struct Run {
