@@ -468,8 +468,10 @@ KPL_EXECUTION_SPACE_TEST(Gam, FloatSelectsTheSameCovariates) {
 // Algorithm 2 written out on the host in double with dense matrices: the
 // basis from the textbook recursion, lambda from penalise_learner (tested
 // above), each learner's fit formed and its RSS summed explicitly.
+// With mboost_binomial, the model as mboost's Binomial() writes it: y coded
+// -1/+1, f half the log-odds, the negative gradient of log2(1 + e^(-2yf)).
 kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
-                            const kpl::GamOptions& options) {
+                            const kpl::GamOptions& options, bool mboost_binomial = false) {
   const std::int64_t n = X.extent(0), p = X.extent(1);
   const int k = options.basis_size;
   kpl::GamModel model;
@@ -500,6 +502,7 @@ kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
   model.offset = options.family == kpl::GamFamily::binomial  ? std::log(mean / (1 - mean))
                  : options.family == kpl::GamFamily::poisson ? std::log(mean)
                                                              : mean;
+  if (mboost_binomial) model.offset /= 2;
   std::vector<double> f(n, model.offset), u(n);
   model.coefficients.assign(p * k, 0.0);
   const auto risk = [&] {
@@ -509,7 +512,14 @@ kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
   };
   model.risk.push_back(risk());
   for (int m = 0; m < options.mstop; ++m) {
-    for (std::int64_t i = 0; i < n; ++i) u[i] = family.negative_gradient(y[i], f[i]);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (mboost_binomial) {
+        const double sign = 2 * y[i] - 1, e = std::exp(-2 * sign * f[i]);
+        u[i] = 2 * sign * e / (std::log(2.0) * (1 + e));
+      } else {
+        u[i] = family.negative_gradient(y[i], f[i]);
+      }
+    }
     double best_rss = std::numeric_limits<double>::infinity();
     std::int64_t best = -1;
     std::vector<double> best_fit, best_gamma;
@@ -576,6 +586,38 @@ void check_family_against_host(kpl::GamFamily family) {
 
 KPL_EXECUTION_SPACE_TEST(Gam, BinomialMatchesHostReference) {
   check_family_against_host<TypeParam>(kpl::GamFamily::binomial);
+}
+
+// What gam.hpp and the README say about mboost's Binomial(): its fit with
+// step nu is kpl's with step 4 nu / ln 2, with half the coefficients.
+KPL_EXECUTION_SPACE_TEST(Gam, BinomialRelatesToMboostsCoding) {
+  using Space = TypeParam;
+  const std::int64_t n = 240, p = 3;
+  std::mt19937_64 generator(21);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  HostMatrix X("X", n, p);
+  std::vector<double> y(n);
+  Kokkos::View<double*, Kokkos::HostSpace> host_y("y", n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) X(i, j) = uniform(generator);
+    const double eta = 2 * std::cos(4 * X(i, 2)) - 0.5;
+    host_y(i) = y[i] = uniform(generator) < 1 / (1 + std::exp(-eta)) ? 1 : 0;
+  }
+  kpl::GamOptions options;
+  options.basis_size = 8;
+  options.family = kpl::GamFamily::binomial;
+  options.mstop = 30;
+  options.nu = 0.05;
+  const auto mboost = host_boosting(X, y, options, true);
+  options.nu = 4 * 0.05 / std::log(2.0);
+  auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
+  auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), host_y);
+  const auto model = kpl::fit_gam(Space(), device_X, device_y, options);
+  EXPECT_EQ(model.selected, mboost.selected);
+  EXPECT_NEAR(model.offset, 2 * mboost.offset, 1e-12);
+  std::vector<double> doubled(mboost.coefficients);
+  for (double& value : doubled) value *= 2;
+  EXPECT_LT(relative_difference(model.coefficients, doubled), 1e-9);
 }
 
 KPL_EXECUTION_SPACE_TEST(Gam, PoissonMatchesHostReference) {

@@ -24,10 +24,11 @@
 //
 // Families: Gaussian (risk = sum of squared residuals), Binomial (y in {0, 1},
 // f the log-odds, risk the negative log-likelihood) and Poisson (f =
-// log(mean)). mboost's Binomial() codes y as -1/+1 and models half the
-// log-odds with gradient 2(y - p): an mboost fit with step nu equals a kpl
-// fit with step 4 nu, its coefficients and offset are half of kpl's, and both
-// select the same learners.
+// log(mean)). mboost's Binomial() codes y as -1/+1, models f = half the
+// log-odds and takes as its negative gradient that of log2(1 + e^(-2yf)),
+// (2 / ln 2)(y - p) in kpl's terms: an mboost fit with step nu therefore
+// follows kpl's path with step 4 nu / ln 2 (about 5.77 nu), selecting the
+// same learners, with coefficients and offset half of kpl's.
 #pragma once
 
 #include <kpl/bspline.hpp>
