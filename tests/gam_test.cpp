@@ -30,6 +30,12 @@ namespace {
 using HostMatrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>;
 using HostVector = Kokkos::View<double*, Kokkos::HostSpace>;
 
+// A host View's copy in Space's memory.
+template <class Space, class View>
+auto on_device(const View& host) {
+  return Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), host);
+}
+
 // KPL_SOURCE_DIR in the environment finds the data where a build was moved.
 const std::string data_directory =
     std::string(std::getenv("KPL_SOURCE_DIR") ? std::getenv("KPL_SOURCE_DIR") : KPL_SOURCE_DIR) +
@@ -573,10 +579,10 @@ void check_family_against_host(kpl::GamFamily family) {
   options.mstop = 40;
   options.nu = 0.3;
   const auto expected = host_boosting(X, y, options);
-  auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
+  auto device_X = on_device<Space>(X);
   Kokkos::View<double*, Kokkos::HostSpace> host_y("y", n);
   for (std::int64_t i = 0; i < n; ++i) host_y(i) = y[i];
-  auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), host_y);
+  auto device_y = on_device<Space>(host_y);
   const auto model = kpl::fit_gam(Space(), device_X, device_y, options);
   EXPECT_EQ(model.selected, expected.selected);
   EXPECT_NEAR(model.offset, expected.offset, 1e-12);
@@ -610,8 +616,8 @@ KPL_EXECUTION_SPACE_TEST(Gam, BinomialRelatesToMboostsCoding) {
   options.nu = 0.05;
   const auto mboost = host_boosting(X, y, options, true);
   options.nu = 4 * 0.05 / std::log(2.0);
-  auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
-  auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), host_y);
+  auto device_X = on_device<Space>(X);
+  auto device_y = on_device<Space>(host_y);
   const auto model = kpl::fit_gam(Space(), device_X, device_y, options);
   EXPECT_EQ(model.selected, mboost.selected);
   EXPECT_NEAR(model.offset, 2 * mboost.offset, 1e-12);
@@ -644,8 +650,8 @@ KPL_EXECUTION_SPACE_TEST(Gam, GaussianMatchesHostReferenceOnOddSizes) {
     options.df = 3.5;
     options.mstop = 25;
     const auto expected = host_boosting(X, y, options);
-    auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
-    auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), host_y);
+    auto device_X = on_device<Space>(X);
+    auto device_y = on_device<Space>(host_y);
     for (auto mode : {kpl::GamMode::direct, kpl::GamMode::gram}) {
       options.mode = mode;
       const auto model = kpl::fit_gam(Space(), device_X, device_y, options);
@@ -671,8 +677,8 @@ KPL_EXECUTION_SPACE_TEST(Gam, FindsTheSimulationsInformativeCovariates) {
   simulation.seed = 3;
   const auto data = kpl::simulate_gam(simulation);
   ASSERT_EQ(data.informative.size(), 8u);
-  auto X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), data.X);
-  auto y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), data.y);
+  auto X = on_device<Space>(data.X);
+  auto y = on_device<Space>(data.y);
   kpl::GamOptions options;
   options.mstop = 300;
   const auto model = kpl::fit_gam(Space(), X, y, options);
@@ -694,8 +700,8 @@ KPL_EXECUTION_SPACE_TEST(Gam, CrossValidationPicksTheLeastOutOfFoldRisk) {
   simulation.informative = 2;
   simulation.noise_variance = 4;
   const auto data = kpl::simulate_gam(simulation);
-  auto X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), data.X);
-  auto y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), data.y);
+  auto X = on_device<Space>(data.X);
+  auto y = on_device<Space>(data.y);
   kpl::GamOptions options;
   options.mstop = 60;
   options.nu = 0.3;
@@ -748,8 +754,8 @@ void expect_fit_error(HostMatrix X, std::vector<double> y_values, kpl::GamOption
                       const std::string& message_part) {
   Kokkos::View<double*, Kokkos::HostSpace> y("y", y_values.size());
   for (std::size_t i = 0; i < y_values.size(); ++i) y(i) = y_values[i];
-  auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
-  auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), y);
+  auto device_X = on_device<Space>(X);
+  auto device_y = on_device<Space>(y);
   try {
     kpl::fit_gam(Space(), device_X, device_y, options);
     ADD_FAILURE() << "no error; expected one mentioning '" << message_part << "'";
@@ -821,13 +827,13 @@ KPL_EXECUTION_SPACE_TEST(Gam, PredictionContinuesLinearlyOutsideTheRange) {
   kpl::GamOptions options;
   options.basis_size = 10;
   options.mstop = 50;
-  auto device_X = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), X);
-  auto device_y = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), y);
+  auto device_X = on_device<Space>(X);
+  auto device_y = on_device<Space>(y);
   const auto model = kpl::fit_gam(Space(), device_X, device_y, options);
   const std::vector<double> points{1.0, 1.5, 2.0, 0.0, -0.5, -1.0};
   HostMatrix at("at", points.size(), 1);
   for (std::size_t i = 0; i < points.size(); ++i) at(i, 0) = points[i];
-  auto device_at = Kokkos::create_mirror_view_and_copy(typename Space::memory_space(), at);
+  auto device_at = on_device<Space>(at);
   Kokkos::View<double*, typename Space::memory_space> prediction("prediction", points.size());
   Kokkos::View<double**, typename Space::memory_space> partial("partial", points.size(), 1);
   kpl::predict_gam(Space(), model, device_at, prediction, partial);

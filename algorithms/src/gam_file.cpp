@@ -17,7 +17,7 @@ namespace {
 using Space = Kokkos::DefaultExecutionSpace;
 using Memory = Space::memory_space;
 
-// An option error raised by the library, reported against the command.
+// Runs `function`; a kpl::input_error it raises gets the input file's name in front.
 template <class Function>
 auto with_file_context(const std::string& path, Function&& function) {
   try {

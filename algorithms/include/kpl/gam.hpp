@@ -333,13 +333,18 @@ class GamBooster {
               learners_ * block /* gram */ + scores_.size() + learners_ * k_ /* coefficients */) *
              sizeof(double);
     bytes += (u_low_.size() + c_low_.size()) * sizeof(T) + (mstop + 1) * sizeof(RiskSums);
-    if (mode == GamMode::gram && mstop > 0) {
-      const std::int64_t per_slot = learners_ * block * sizeof(double);
-      const std::int64_t slots = std::max<std::int64_t>(
-          1, std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / per_slot}));
-      bytes += (slots + 1) * per_slot;
-    }
+    if (mode == GamMode::gram && mstop > 0)
+      bytes += (gram_cache_slots(mstop) + 1) * learners_ * block * sizeof(double);
     return bytes;
+  }
+
+  // Gram mode: B_j^T W B_s blocks ([p k k] doubles each) kept at once, within
+  // the options' memory budget (one more slot holds an uncached block).
+  std::int64_t gram_cache_slots(int mstop) const {
+    const std::int64_t bytes_per_slot =
+        learners_ * static_cast<std::int64_t>(k_) * k_ * sizeof(double);
+    return std::max<std::int64_t>(
+        1, std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / bytes_per_slot}));
   }
 
   // The steps of a fit. Public only because CUDA forbids device lambdas in
@@ -513,10 +518,7 @@ class GamBooster {
                     ConstVector(y_), run.weights, f_, u_, run.risk_sums, 0);
     run.slot_of.assign(learners_, -1);
     if (run.mode == GamMode::gram && mstop > 0) {
-      const std::int64_t bytes_per_slot = learners_ * block * sizeof(double);
-      run.slots = std::max<std::int64_t>(
-          1,
-          std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / bytes_per_slot}));
+      run.slots = gram_cache_slots(mstop);
       run.cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
                          (run.slots + 1) * learners_ * block);  // + 1: the block of an uncached s
       compute_gradient_products();
