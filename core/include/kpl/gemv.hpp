@@ -12,9 +12,10 @@
 //   by Kokkos' vector reduction; a team holds M' such dot products.
 // - partial_rows (§3.2.3): each dot product is cut into P segments; threads
 //   write an M x P partial matrix that a second kernel reduces. On data where
-//   a dot product runs along memory, a team takes a block of outputs and a
-//   segment and reads x once for the whole block (the kernel for tall, skinny
-//   B^T g).
+//   a dot product runs along memory, a team takes a block of outputs and one
+//   share of the reduction (every P-th chunk of it on GPUs), reads x once for
+//   the whole block, and the last team of a block to finish adds the block's
+//   partial sums (the kernel for tall, skinny B^T g).
 // - kokkos_kernels: KokkosBlas::gemv, the baseline users have today.
 // - automatic: picks among the above by shape, layout and backend (the
 //   choices and the measurements behind them are in choose_strategy below and
@@ -41,6 +42,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -150,26 +152,21 @@ inline int round_down_to_power_of_two(int value, int limit) {
   return result;
 }
 
-// The automatic choice. GPUs: outputs-contiguous data goes to
-// ThreadPerOutputs with packs (partial_rows, segmented only when there are
-// too few outputs to fill the device); reduction-contiguous data with few
-// outputs (tall, skinny B^T g) to the row-block kernel of partial_rows, with
-// many outputs to team_per_dot. CPUs: always partial_rows (a CPU thread
-// needs no lanes to share a dot product).
+// The automatic choice. Outputs-contiguous data: partial_rows
+// (ThreadPerOutputs with packs, segmented only when there are too few outputs
+// to fill the device). Reduction-contiguous data: the row-block kernel of
+// partial_rows, except double with many outputs on GPUs, where team_per_dot
+// (a warp per output) measured faster. H100, back to back, partial_rows /
+// team_per_dot: 16384^2 T float 358 / 411 us, double 769 / 724; 100000 x
+// 6400 T float 874 / 1059, double 1808 / 1760; 1e6 x 16-64 T: 41-187 us /
+// 3.2-3.4 ms. CPUs: partial_rows (a CPU thread needs no lanes to share a dot
+// product).
 template <class ExecutionSpace, class T>
 GemvStrategy choose_strategy(const ExecutionSpace& space, const GemvProblem<T>& problem) {
   constexpr bool host = runs_on_host_v<ExecutionSpace>;
-  const GemvAccess access = gemv_access(problem);
-  if (access == GemvAccess::reduction_contiguous) {
-    const std::int64_t outputs = problem.batch * problem.outputs;
-    // Warps (GPU) or threads (CPU) one per output fill the device.
-    // GPUs: a warp per output once there are about four outputs per SM
-    // (concurrency / 512 is 528 on the H100); fewer outputs (tall, skinny
-    // B^T g) go to the row-block kernel. H100: 16384^2 float 411 vs 414 us,
-    // 100000 x 6400 float 1058 vs 1270 us, 100 x [10000, 16] 42 vs 82 us;
-    // n = 1e6, k <= 64: partial rows 3-40x faster.
-    return !host && outputs * 512 >= space.concurrency() ? GemvStrategy::team_per_dot
-                                                         : GemvStrategy::partial_rows;
+  if (!host && sizeof(T) == 8 && gemv_access(problem) == GemvAccess::reduction_contiguous &&
+      problem.batch * problem.outputs * 512 >= space.concurrency()) {
+    return GemvStrategy::team_per_dot;
   }
   return GemvStrategy::partial_rows;
 }
@@ -289,27 +286,33 @@ template <class ExecutionSpace, class T, int Rows, int Width>
 void launch_row_blocks(const ExecutionSpace& space, const GemvProblem<T>& problem,
                        std::int64_t segments_wanted, GemvWorkspace<ExecutionSpace, T>& workspace) {
   constexpr bool host = runs_on_host_v<ExecutionSpace>;
-  const int team_size = host ? 1 : 128;
+  // GPUs: 8 threads of 32 vector lanes (a warp each on CUDA), so the team's
+  // sums combine by warp shuffles first. CPUs: one thread, one lane.
+  const int threads = host ? 1 : 8, lanes = host ? 1 : 32;
+  const int team_size = threads * lanes;
   const std::int64_t blocks = (problem.outputs + Rows - 1) / Rows;
+  const std::int64_t packs = std::max<std::int64_t>(problem.length / Width, 1);
+  // GPUs: a chunk is one pack per thread. CPUs: one contiguous chunk per team.
+  const std::int64_t gpu_chunks = (packs + team_size - 1) / team_size;
   std::int64_t segments = segments_wanted;
   if (segments <= 0) {
-    // GPUs: about one team per 256 threads the device holds, but at least
-    // 16 elements (four float packs, eight double packs) per thread, so the
-    // team's closing reduction is paid rarely (H100, n = 1e6 x 16: one float
-    // pack per thread ran at 0.5 TB/s; four packs per thread took 45 us in
-    // float and 111 us in double, eight packs 78 and 69 us: the best is 16
-    // elements a thread in both precisions).
-    // CPUs: four work items per thread.
-    const std::int64_t wanted_teams = host ? 4 * space.concurrency() : space.concurrency() / 256;
-    const std::int64_t elements_per_thread = host ? Width : std::max<std::int64_t>(4 * Width, 16);
-    const std::int64_t most = problem.length / (std::int64_t(team_size) * elements_per_thread);
-    segments = std::max<std::int64_t>(
-        1, std::min((wanted_teams + problem.batch * blocks - 1) / (problem.batch * blocks), most));
+    if constexpr (host) {
+      // Four work items per thread.
+      segments = (4 * space.concurrency() + problem.batch * blocks - 1) / (problem.batch * blocks);
+    } else {
+      // About one team per 512 threads the device holds (528 on the H100:
+      // one wave of four teams per SM), each with at least two chunks. H100
+      // sweep (raw CUDA prototype of this kernel, 256 threads): 1e6 x 16
+      // float 28 us with 264-528 teams, 30-33 us with 132 or 2112. Shapes
+      // with that many blocks already get one segment: no partial sums.
+      const std::int64_t wanted_teams = std::max<std::int64_t>(space.concurrency() / 512, 1);
+      segments = (wanted_teams + problem.batch * blocks - 1) / (problem.batch * blocks);
+      segments = std::min<std::int64_t>(segments, gpu_chunks / 2);
+    }
   }
-  segments = std::min<std::int64_t>(segments, std::max<std::int64_t>(problem.length / Width, 1));
-  std::int64_t segment_length = (problem.length + segments - 1) / segments;
-  segment_length = (segment_length + Width - 1) / Width * Width;
-  segments = std::max<std::int64_t>(1, (problem.length + segment_length - 1) / segment_length);
+  segments = std::clamp<std::int64_t>(segments, 1, host ? packs : gpu_chunks);
+  const std::int64_t chunk_packs = host ? (packs + segments - 1) / segments : team_size;
+  if constexpr (host) segments = (packs + chunk_packs - 1) / chunk_packs;
   T* partials = nullptr;
   int* arrivals = nullptr;
   // Partial (b, r, s) at ((b * outputs + r) * segments + s): the last team
@@ -319,11 +322,17 @@ void launch_row_blocks(const ExecutionSpace& space, const GemvProblem<T>& proble
     partials = workspace.reserve(space, problem.batch * problem.outputs * segments);
     arrivals = workspace.counters(space, problem.batch * blocks);
   }
+  if (problem.batch * segments * blocks > std::numeric_limits<int>::max()) {
+    throw std::length_error("kpl::gemv: " + std::to_string(problem.batch * blocks) +
+                            " blocks of outputs exceed the league of one launch");
+  }
   const auto teams = static_cast<int>(problem.batch * segments * blocks);
+  using Functor = RowBlockPerTeam<T, Rows, Width, ExecutionSpace>;
   Kokkos::parallel_for(
-      "kpl::gemv::partial_rows", Kokkos::TeamPolicy<ExecutionSpace>(space, teams, team_size, 1),
-      RowBlockPerTeam<T, Rows, Width, ExecutionSpace>{problem, Segments{segments, segment_length},
-                                                      partials, layout, arrivals, blocks});
+      "kpl::gemv::partial_rows",
+      typename Functor::Policy(space, teams, threads, lanes)
+          .set_scratch_size(0, Kokkos::PerTeam(Functor::scratch_bytes(threads))),
+      Functor{problem, segments, chunk_packs, partials, layout, arrivals, blocks, lanes});
 }
 
 // partial_rows on reduction-contiguous data.
@@ -331,11 +340,21 @@ template <class ExecutionSpace, class T>
 void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>& problem,
                                const GemvOptions& options,
                                GemvWorkspace<ExecutionSpace, T>& workspace) {
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
   constexpr int pack = pack_elements<T>();
   const bool packs = is_pack_aligned<pack>(problem.matrix, problem.output_stride) &&
                      is_pack_aligned<pack>(problem.matrix, problem.batch_stride) &&
                      is_pack_aligned<pack>(problem.x, pack);
-  int rows = options.rows_per_team > 0 ? options.rows_per_team : 16;
+  int rows = options.rows_per_team;
+  if (rows <= 0) {
+    // CPUs: 16 rows. GPUs: 64 bytes of x's pack reused per load of it (16
+    // float rows, 8 double rows) for few outputs; two rows where there are
+    // enough outputs to give every block's team plenty of work (H100 sweep:
+    // 1e6 x 16-64 double 50-175 us with 8 rows, 56-180 with 16; 16384^2
+    // float 345 us with 2 rows, 351-354 with 1, 4 or 8).
+    const std::int64_t outputs = problem.batch * problem.outputs;
+    rows = host ? 16 : outputs * 256 >= space.concurrency() ? 2 : int(64 / sizeof(T));
+  }
   rows = round_down_to_power_of_two(
       std::min<int>(rows, int(std::max<std::int64_t>(problem.outputs, 1))), 16);
   const std::int64_t segments = options.threads_per_dot;

@@ -222,13 +222,20 @@ struct LanesPerDot {
 
 // ---------------------------------------------------------------------------
 // P threads per row with a partial matrix (§3.2.3) on reduction-contiguous
-// data: a team takes a block of Rows outputs and one segment of the
-// reduction; its threads stride along the segment in 16-byte packs, each
-// keeping Rows x Width running sums, so x is read once per block of outputs
-// and every thread has Rows loads in flight. The team then combines its sums
-// (one team reduction of Rows values) and writes one column of the partial
-// matrix, or y itself when there is one segment. This is the kernel for tall,
-// skinny matrices such as the GAM's B^T g (n = 1e6, k = 16-64).
+// data: a team takes a block of Rows outputs and one of `segments` shares of
+// the reduction; its threads walk the share in 16-byte packs, each keeping
+// Rows running sums, so x is read once per block of outputs and every thread
+// has Rows loads in flight. The team then combines its sums and writes one
+// column of the partial matrix, or y itself when there is one segment. This
+// is the kernel for tall, skinny matrices such as the GAM's B^T g (n = 1e6,
+// k = 16-64) and, with Rows = 2, for transposed products with many outputs.
+//
+// A share is a set of chunks of `chunk_packs` consecutive packs: chunk
+// numbers segment, segment + segments, segment + 2 segments, ... On GPUs a
+// chunk is one pack per thread of the team, so at any moment all teams read
+// one window of each row that slides down the matrix (DRAM pages opened once,
+// every team busy until the end); on CPUs a share is one contiguous chunk, so
+// a thread streams through its own part of memory.
 template <class T, int Rows>
 struct RowSums {
   T value[Rows];
@@ -249,39 +256,89 @@ struct RowSumsOp {
 
 template <class T, int Rows, int Width, class ExecutionSpace>
 struct RowBlockPerTeam {
-  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  // At most 256 threads a team. Tall, skinny blocks (8-16 rows) are launched
+  // as one wave of four teams per SM, so four must fit: 64 registers
+  // (without the bound, 70 registers put 92 of the 488 teams of 1e6 x 16
+  // float into a second wave: 43 against 40 us).
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<256, (Rows >= 8 ? 4 : 1)>>;
+  using Member = typename Policy::member_type;
   GemvProblem<T> problem;
-  Segments segments;  // segments.length is a multiple of Width
+  std::int64_t segments;     // teams per block of outputs
+  std::int64_t chunk_packs;  // packs in one chunk
   T* partials;
   PartialLayout partial_layout;
   int* arrivals;        // per (batch entry, block): teams done; zero between calls
   std::int64_t blocks;  // ceil(outputs / Rows)
+  int lanes;            // the team's vector length
+
+  // Team scratch: Rows sums per thread, then the Rows totals (none for
+  // one-thread teams).
+  static std::size_t scratch_bytes(int team_size) {
+    return team_size == 1 ? 0 : sizeof(T) * Rows * (std::size_t(team_size) + 1);
+  }
+
+  // The team's Rows totals of every lane's sums: vector lanes first (warp
+  // shuffles on CUDA), then the threads' sums through team scratch, one row
+  // per lane of the team. Every thread and lane gets the totals.
+  template <class Accumulate>
+  KOKKOS_INLINE_FUNCTION RowSums<T, Rows> team_totals(const Member& member,
+                                                      const Accumulate& accumulate) const {
+    RowSums<T, Rows> thread_sums;
+    Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(member, lanes), accumulate,
+                            OpReducer<RowSumsOp<T, Rows>>(RowSumsOp<T, Rows>{}, thread_sums));
+    const int threads = member.team_size();
+    if (threads == 1) return thread_sums;  // CPUs: no scratch requested
+    T* sums = static_cast<T*>(member.team_shmem().get_shmem(sizeof(T) * Rows * (threads + 1)));
+    T* totals = sums + Rows * threads;
+    Kokkos::single(Kokkos::PerThread(member), [&] {
+      for (int i = 0; i < Rows; ++i) sums[i * threads + member.team_rank()] = thread_sums.value[i];
+    });
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, Rows), [&](const int i) {
+      T total = T(0);
+      for (int t = 0; t < threads; ++t) total += sums[i * threads + t];
+      totals[i] = total;
+    });
+    member.team_barrier();
+    RowSums<T, Rows> result;
+    for (int i = 0; i < Rows; ++i) result.value[i] = totals[i];
+    member.team_barrier();  // scratch free for the next call
+    return result;
+  }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    const std::int64_t league = member.league_rank();
-    const std::int64_t block = league % blocks;
-    const std::int64_t rest = league / blocks;
-    const std::int64_t segment = rest % segments.count;
-    const std::int64_t b = rest / segments.count;
-    const std::int64_t first_output = block * Rows;
+    // 32-bit arithmetic for the league (64-bit division is a subroutine on
+    // GPUs); the launch checks that the league fits an int.
+    const int league = member.league_rank();
+    const int block = league % int(blocks);
+    const int rest = league / int(blocks);
+    const int segment = rest % int(segments);
+    const std::int64_t b = rest / int(segments);
+    const std::int64_t first_output = std::int64_t(block) * Rows;
     const int rows = problem.outputs - first_output < Rows
                          ? static_cast<int>(problem.outputs - first_output)
                          : Rows;
-    const std::int64_t begin = segment * segments.length;
-    const std::int64_t end =
-        begin + segments.length < problem.length ? begin + segments.length : problem.length;
-    const std::int64_t whole_packs = (end - begin) / Width;
-    const T* first_row = problem.row(b, first_output) + begin;
-    const T* x = problem.x + begin;
+    const std::int64_t packs = problem.length / Width;
+    const T* first_row = problem.row(b, first_output);
+    const std::int64_t stride = std::int64_t(member.team_size()) * lanes;
+    // Chunks one pack per thread (GPUs): the share is one strided sequence.
+    // Longer chunks (CPUs): segments own one contiguous chunk each.
+    const bool interleaved = chunk_packs == stride;
+    const std::int64_t share_end =
+        interleaved || (segment + 1) * chunk_packs > packs ? packs : (segment + 1) * chunk_packs;
+    const std::int64_t step = interleaved ? stride * segments : stride;
 
     // One running sum per row; every loop runs to the constant Rows with a
-    // predicate, so the sums stay in registers on GPUs.
-    RowSums<T, Rows> mine;
-    for (int i = 0; i < Rows; ++i) mine.value[i] = T(0);
-    auto accumulate = [&](auto full_block) {
+    // predicate, so the sums stay in registers on GPUs. The pack loop is a
+    // single loop with a computable trip count, so the compiler unrolls it
+    // and issues several iterations' loads together (a chunk loop around it
+    // left two or three loads in flight per thread: 440 us for 16384^2
+    // float against 345 us).
+    auto accumulate = [&](auto full_block, const int lane, RowSums<T, Rows>& mine) {
       constexpr bool full = decltype(full_block)::value;
-      for (std::int64_t p = member.team_rank(); p < whole_packs; p += member.team_size()) {
-        const auto x_pack = load_pack<Width>(x + p * Width);
+      const std::int64_t first = std::int64_t(member.team_rank()) * lanes + lane;
+      for (std::int64_t p = segment * chunk_packs + first; p < share_end; p += step) {
+        const auto x_pack = load_pack<Width>(problem.x + p * Width);
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #pragma unroll
 #endif
@@ -294,25 +351,27 @@ struct RowBlockPerTeam {
           }
         }
       }
+      // Terms after the last whole pack: segment 0's.
+      if (segment == 0) {
+        for (std::int64_t c = packs * Width + first; c < problem.length; c += stride) {
+          for (int i = 0; i < Rows; ++i) {
+            if (i < rows) mine.value[i] += first_row[i * problem.output_stride + c] * problem.x[c];
+          }
+        }
+      }
     };
     // A whole block has no per-row test: branches between the loads would
     // make each wait for the previous one's use (H100, n = 1e6, k = 16,
-    // float: 78 us with per-row tests and 8 packs per thread, 45 us
-    // without them and 4 packs per thread).
-    if (rows == Rows) {
-      accumulate(std::true_type{});
-    } else {
-      accumulate(std::false_type{});
-    }
-    // Terms after the last whole pack (only in the last segment).
-    for (std::int64_t c = begin + whole_packs * Width + member.team_rank(); c < end;
-         c += member.team_size()) {
-      for (int i = 0; i < Rows; ++i) {
-        if (i < rows) mine.value[i] += problem.row(b, first_output + i)[c] * problem.x[c];
-      }
-    }
-    RowSums<T, Rows> team_sums = kpl::team_reduce(member, RowSumsOp<T, Rows>{}, mine);
-    if (segments.count > 1) {
+    // float: 78 us with per-row tests, 45 us without).
+    RowSums<T, Rows> team_sums =
+        rows == Rows ? team_totals(member,
+                                   [&](const int lane, RowSums<T, Rows>& mine) {
+                                     accumulate(std::true_type{}, lane, mine);
+                                   })
+                     : team_totals(member, [&](const int lane, RowSums<T, Rows>& mine) {
+                         accumulate(std::false_type{}, lane, mine);
+                       });
+    if (segments > 1) {
       // §3.2.3's partial matrix, reduced without a second kernel: every team
       // writes its column of partial sums, and the last team of a block to
       // arrive (an atomic count per block) adds the block's columns in
@@ -328,27 +387,27 @@ struct RowBlockPerTeam {
             }
             Kokkos::memory_fence();  // partials visible before the count
             int* count = arrivals + b * blocks + block;
-            is_last = Kokkos::atomic_fetch_add(count, 1) == segments.count - 1;
+            is_last = Kokkos::atomic_fetch_add(count, 1) == segments - 1;
           },
           last);
       if (!last) return;
       Kokkos::memory_fence();
       // Other teams' partials: volatile reads bypass this SM's L1 cache.
       const volatile T* column = partials;
-      RowSums<T, Rows> totals;
-      for (int i = 0; i < Rows; ++i) totals.value[i] = T(0);
-      for (std::int64_t s = member.team_rank(); s < segments.count; s += member.team_size()) {
-        for (int i = 0; i < Rows; ++i) {
-          if (i < rows) totals.value[i] += column[partial_layout.at(b, first_output + i, s)];
+      team_sums = team_totals(member, [&](const int lane, RowSums<T, Rows>& totals) {
+        for (std::int64_t s = std::int64_t(member.team_rank()) * lanes + lane; s < segments;
+             s += stride) {
+          for (int i = 0; i < Rows; ++i) {
+            if (i < rows) totals.value[i] += column[partial_layout.at(b, first_output + i, s)];
+          }
         }
-      }
-      team_sums = kpl::team_reduce(member, RowSumsOp<T, Rows>{}, totals);
+      });
     }
     Kokkos::single(Kokkos::PerTeam(member), [&] {
       for (int i = 0; i < Rows; ++i) {
         if (i < rows) problem.store(b, first_output + i, team_sums.value[i]);
       }
-      if (segments.count > 1) arrivals[b * blocks + block] = 0;  // ready for the next call
+      if (segments > 1) arrivals[b * blocks + block] = 0;  // ready for the next call
     });
   }
 };
