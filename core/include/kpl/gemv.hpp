@@ -349,9 +349,10 @@ void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>
   if (rows <= 0) {
     // CPUs: 16 rows. GPUs: 64 bytes of x's pack reused per load of it (16
     // float rows, 8 double rows) for few outputs; two rows where there are
-    // enough outputs to give every block's team plenty of work (H100 sweep:
-    // 1e6 x 16-64 double 50-175 us with 8 rows, 56-180 with 16; 16384^2
-    // float 345 us with 2 rows, 351-354 with 1, 4 or 8).
+    // enough outputs to give every block's team plenty of work (H100 sweep
+    // of a raw-CUDA prototype: 1e6 x 16-64 double 50-175 us with 8 rows,
+    // 56-180 with 16; 16384^2 float 345 us with 2 rows, 351-354 with 1, 4 or
+    // 8; in kpl, 8 float rows were no faster than 16).
     const std::int64_t outputs = problem.batch * problem.outputs;
     rows = host ? 16 : outputs * 256 >= space.concurrency() ? 2 : int(64 / sizeof(T));
   }

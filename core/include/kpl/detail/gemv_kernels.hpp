@@ -330,10 +330,9 @@ struct RowBlockPerTeam {
 
     // One running sum per row; every loop runs to the constant Rows with a
     // predicate, so the sums stay in registers on GPUs. The pack loop is a
-    // single loop with a computable trip count, so the compiler unrolls it
-    // and issues several iterations' loads together (a chunk loop around it
-    // left two or three loads in flight per thread: 440 us for 16384^2
-    // float against 345 us).
+    // single loop with a computable trip count (a loop over chunks around an
+    // inner pack loop kept two or three loads in flight per thread: H100,
+    // 16384^2 T float 440 us that way, 379 us in one loop).
     auto accumulate = [&](auto full_block, const int lane, RowSums<T, Rows>& mine) {
       constexpr bool full = decltype(full_block)::value;
       const std::int64_t first = std::int64_t(member.team_rank()) * lanes + lane;
