@@ -18,4 +18,12 @@ function(kpl_kokkos_sources target)
     set_source_files_properties(${cxx_sources} TARGET_DIRECTORY ${target}
       PROPERTIES LANGUAGE ${kpl_kokkos_language})
   endif()
+  # A host function called from device code is undefined behaviour that nvcc
+  # only warns about; the optimiser then treats the path as unreachable (a
+  # host-only helper in a kernel once turned team_size() into a constant 1
+  # and planted traps in the team combine). Make it an error.
+  if(kpl_kokkos_language STREQUAL "CUDA" AND CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA")
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:--Werror=cross-execution-space-call>)
+  endif()
 endfunction()

@@ -273,22 +273,22 @@ struct RowBlockPerTeam {
 
   // Team scratch: Rows sums per thread, then the Rows totals (none for
   // one-thread teams).
-  static std::size_t scratch_bytes(int team_size) {
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_bytes(int team_size) {
     return team_size == 1 ? 0 : sizeof(T) * Rows * (std::size_t(team_size) + 1);
   }
 
   // The team's Rows totals of every lane's sums: vector lanes first (warp
-  // shuffles on CUDA), then the threads' sums through team scratch, one row
-  // per lane of the team. Every thread and lane gets the totals.
+  // shuffles on CUDA), then the threads' sums through the team's scratch
+  // (`sums`, scratch_bytes long; unused by one-thread teams), one row per
+  // lane of the team. Every thread and lane gets the totals.
   template <class Accumulate>
-  KOKKOS_INLINE_FUNCTION RowSums<T, Rows> team_totals(const Member& member,
+  KOKKOS_INLINE_FUNCTION RowSums<T, Rows> team_totals(const Member& member, T* sums,
                                                       const Accumulate& accumulate) const {
     RowSums<T, Rows> thread_sums;
     Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(member, lanes), accumulate,
                             OpReducer<RowSumsOp<T, Rows>>(RowSumsOp<T, Rows>{}, thread_sums));
     const int threads = member.team_size();
-    if (threads == 1) return thread_sums;  // CPUs: no scratch requested
-    T* sums = static_cast<T*>(member.team_shmem().get_shmem(sizeof(T) * Rows * (threads + 1)));
+    if (threads == 1) return thread_sums;
     T* totals = sums + Rows * threads;
     Kokkos::single(Kokkos::PerThread(member), [&] {
       for (int i = 0; i < Rows; ++i) sums[i * threads + member.team_rank()] = thread_sums.value[i];
@@ -302,11 +302,19 @@ struct RowBlockPerTeam {
     member.team_barrier();
     RowSums<T, Rows> result;
     for (int i = 0; i < Rows; ++i) result.value[i] = totals[i];
-    member.team_barrier();  // scratch free for the next call
+    member.team_barrier();  // scratch free for the next combine
     return result;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    // Taken once: every get_shmem call takes a new piece of the team's
+    // scratch, so a second call for the last team's combine would run past
+    // the scratch_bytes requested (and got a null pointer: memcheck on CUDA,
+    // a crash on Kokkos 3.4 Serial).
+    T* const scratch =
+        member.team_size() == 1
+            ? nullptr
+            : static_cast<T*>(member.team_shmem().get_shmem(scratch_bytes(member.team_size())));
     // 32-bit arithmetic for the league (64-bit division is a subroutine on
     // GPUs); the launch checks that the league fits an int.
     const int league = member.league_rank();
@@ -363,11 +371,11 @@ struct RowBlockPerTeam {
     // make each wait for the previous one's use (H100, n = 1e6, k = 16,
     // float: 78 us with per-row tests, 45 us without).
     RowSums<T, Rows> team_sums =
-        rows == Rows ? team_totals(member,
+        rows == Rows ? team_totals(member, scratch,
                                    [&](const int lane, RowSums<T, Rows>& mine) {
                                      accumulate(std::true_type{}, lane, mine);
                                    })
-                     : team_totals(member, [&](const int lane, RowSums<T, Rows>& mine) {
+                     : team_totals(member, scratch, [&](const int lane, RowSums<T, Rows>& mine) {
                          accumulate(std::false_type{}, lane, mine);
                        });
     if (segments > 1) {
@@ -393,7 +401,7 @@ struct RowBlockPerTeam {
       Kokkos::memory_fence();
       // Other teams' partials: volatile reads bypass this SM's L1 cache.
       const volatile T* column = partials;
-      team_sums = team_totals(member, [&](const int lane, RowSums<T, Rows>& totals) {
+      team_sums = team_totals(member, scratch, [&](const int lane, RowSums<T, Rows>& totals) {
         for (std::int64_t s = std::int64_t(member.team_rank()) * lanes + lane; s < segments;
              s += stride) {
           for (int i = 0; i < Rows; ++i) {
