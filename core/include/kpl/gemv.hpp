@@ -152,22 +152,17 @@ inline int round_down_to_power_of_two(int value, int limit) {
   return result;
 }
 
-// The automatic choice. Outputs-contiguous data: partial_rows
-// (ThreadPerOutputs with packs, segmented only when there are too few outputs
-// to fill the device). Reduction-contiguous data: the row-block kernel of
-// partial_rows, except double with many outputs on GPUs, where team_per_dot
-// (a warp per output) measured faster. H100, back to back, partial_rows /
-// team_per_dot: 16384^2 T float 358 / 411 us, double 769 / 724; 100000 x
-// 6400 T float 874 / 1059, double 1808 / 1760; 1e6 x 16-64 T: 41-187 us /
-// 3.2-3.4 ms. CPUs: partial_rows (a CPU thread needs no lanes to share a dot
-// product).
+// The automatic choice: partial_rows on every backend and shape measured so
+// far. Outputs-contiguous data: ThreadPerOutputs with packs (segmented only
+// when there are too few outputs to fill the device). Reduction-contiguous
+// data: the row-block kernel. H100, back to back, partial_rows /
+// team_per_dot (perf/RESULTS.md, 2026-11-23 "row-block steps"): 16384^2 T
+// float 351 / 411 us, double 699 / 715; 100000 x 6400 T float 854 / 1058,
+// double 1728 / 1762; 1e6 x 16-64 T: 30-185 us / 3.2-3.4 ms. CPUs: a CPU
+// thread needs no lanes to share a dot product. team_per_dot stays
+// available as an explicit strategy (the seed's §3.2.2 kernel).
 template <class ExecutionSpace, class T>
-GemvStrategy choose_strategy(const ExecutionSpace& space, const GemvProblem<T>& problem) {
-  constexpr bool host = runs_on_host_v<ExecutionSpace>;
-  if (!host && sizeof(T) == 8 && gemv_access(problem) == GemvAccess::reduction_contiguous &&
-      problem.batch * problem.outputs * 512 >= space.concurrency()) {
-    return GemvStrategy::team_per_dot;
-  }
+GemvStrategy choose_strategy(const ExecutionSpace&, const GemvProblem<T>&) {
   return GemvStrategy::partial_rows;
 }
 
@@ -327,7 +322,14 @@ void launch_row_blocks(const ExecutionSpace& space, const GemvProblem<T>& proble
                             " blocks of outputs exceed the league of one launch");
   }
   const auto teams = static_cast<int>(problem.batch * segments * blocks);
-  using Functor = RowBlockPerTeam<T, Rows, Width, ExecutionSpace>;
+  // Two-row blocks on GPUs load two steps of their share before using either
+  // (four row packs in flight per thread instead of two). H100 sweep of rows
+  // x steps in this kernel: 16384^2 T float 368 -> 351 us, double 728 -> 699;
+  // 100000 x 6400 T float 899 -> 854, double 1820 -> 1728. Four steps, or two
+  // steps with 4 or more rows, were slower (register pressure: 8 float rows
+  // x 2 steps 67 us at 1e6 x 16 against 34 with one step).
+  constexpr int steps = !host && Rows == 2 ? 2 : 1;
+  using Functor = RowBlockPerTeam<T, Rows, Width, ExecutionSpace, steps>;
   Kokkos::parallel_for(
       "kpl::gemv::partial_rows",
       typename Functor::Policy(space, teams, threads, lanes)
@@ -347,14 +349,15 @@ void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>
                      is_pack_aligned<pack>(problem.x, pack);
   int rows = options.rows_per_team;
   if (rows <= 0) {
-    // CPUs: 16 rows. GPUs: 64 bytes of x's pack reused per load of it (16
-    // float rows, 8 double rows) for few outputs; two rows where there are
-    // enough outputs to give every block's team plenty of work (H100 sweep
-    // of a raw-CUDA prototype: 1e6 x 16-64 double 50-175 us with 8 rows,
-    // 56-180 with 16; 16384^2 float 345 us with 2 rows, 351-354 with 1, 4 or
-    // 8; in kpl, 8 float rows were no faster than 16).
+    // CPUs: 16 rows. GPUs, few outputs (tall, skinny B^T g): 4 float rows, 8
+    // double rows (x's 16-byte pack reused 4 or 8 times per load, and few
+    // enough sums to keep every row load in flight in 64 registers); many
+    // outputs: 2 rows, so every block's team has plenty of work. H100 sweep
+    // of this kernel (rows 2/4/8/16, back to back): 1e6 x 16 float
+    // 34.9/30.5/33.8/41.6 us, 1e6 x 64 float 108/95.4/96.6/102; 1e6 x 16
+    // double 60.7/56.2/56.7/72.6, 1e6 x 64 double 207/188/185/196.
     const std::int64_t outputs = problem.batch * problem.outputs;
-    rows = host ? 16 : outputs * 256 >= space.concurrency() ? 2 : int(64 / sizeof(T));
+    rows = host ? 16 : outputs * 256 >= space.concurrency() ? 2 : (sizeof(T) == 4 ? 4 : 8);
   }
   rows = round_down_to_power_of_two(
       std::min<int>(rows, int(std::max<std::int64_t>(problem.outputs, 1))), 16);

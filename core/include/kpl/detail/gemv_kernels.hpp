@@ -236,6 +236,7 @@ struct LanesPerDot {
 // one window of each row that slides down the matrix (DRAM pages opened once,
 // every team busy until the end); on CPUs a share is one contiguous chunk, so
 // a thread streams through its own part of memory.
+// Steps > 1 walks the share Steps positions at a time (gemv.hpp chooses it).
 template <class T, int Rows>
 struct RowSums {
   T value[Rows];
@@ -254,12 +255,13 @@ struct RowSumsOp {
   }
 };
 
-template <class T, int Rows, int Width, class ExecutionSpace>
+template <class T, int Rows, int Width, class ExecutionSpace, int Steps = 1>
 struct RowBlockPerTeam {
   // At most 256 threads a team. Tall, skinny blocks (8-16 rows) are launched
   // as one wave of four teams per SM, so four must fit: 64 registers
   // (without the bound, 70 registers put 92 of the 488 teams of 1e6 x 16
-  // float into a second wave: 43 against 40 us).
+  // float into a second wave: 43 against 40 us). Blocks of 1-4 rows fit
+  // four teams an SM without the bound.
   using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<256, (Rows >= 8 ? 4 : 1)>>;
   using Member = typename Policy::member_type;
   GemvProblem<T> problem;
@@ -344,7 +346,45 @@ struct RowBlockPerTeam {
     auto accumulate = [&](auto full_block, const int lane, RowSums<T, Rows>& mine) {
       constexpr bool full = decltype(full_block)::value;
       const std::int64_t first = std::int64_t(member.team_rank()) * lanes + lane;
-      for (std::int64_t p = segment * chunk_packs + first; p < share_end; p += step) {
+      std::int64_t p = segment * chunk_packs + first;
+      if constexpr (Steps > 1) {
+        // Steps positions of the share at a time, every load issued before
+        // the first product: Rows x Steps row packs in flight per thread.
+        for (; p + (Steps - 1) * step < share_end; p += Steps * step) {
+          Pack<T, Width> x_packs[Steps];
+          Pack<T, Width> a[Steps][Rows];
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#pragma unroll
+#endif
+          for (int s = 0; s < Steps; ++s) {
+            x_packs[s] = load_pack<Width>(problem.x + (p + s * step) * Width);
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#pragma unroll
+#endif
+            for (int i = 0; i < Rows; ++i) {
+              if (full || i < rows)
+                a[s][i] = load_pack<Width>(first_row + i * problem.output_stride +
+                                           (p + s * step) * Width);
+            }
+          }
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#pragma unroll
+#endif
+          for (int s = 0; s < Steps; ++s) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#pragma unroll
+#endif
+            for (int i = 0; i < Rows; ++i) {
+              if (full || i < rows) {
+                T sum = a[s][i].value[0] * x_packs[s].value[0];
+                for (int w = 1; w < Width; ++w) sum += a[s][i].value[w] * x_packs[s].value[w];
+                mine.value[i] += sum;
+              }
+            }
+          }
+        }
+      }
+      for (; p < share_end; p += step) {
         const auto x_pack = load_pack<Width>(problem.x + p * Width);
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #pragma unroll
