@@ -310,9 +310,8 @@ struct RowBlockPerTeam {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     // Taken once: every get_shmem call takes a new piece of the team's
-    // scratch, so a second call for the last team's combine would run past
-    // the scratch_bytes requested (and got a null pointer: memcheck on CUDA,
-    // a crash on Kokkos 3.4 Serial).
+    // scratch, so asking again for the last team's second combine ran past
+    // the scratch_bytes requested and got a null pointer (memcheck on CUDA).
     T* const scratch =
         member.team_size() == 1
             ? nullptr
