@@ -17,8 +17,8 @@
 //   the whole block, and the last team of a block to finish adds the block's
 //   partial sums (the kernel for tall, skinny B^T g).
 // - kokkos_kernels: KokkosBlas::gemv, the baseline users have today.
-// - automatic: picks among the above by shape, layout and backend (the
-//   choices and the measurements behind them are in choose_strategy below and
+// - automatic: the strategy that measured fastest (today partial_rows
+//   everywhere; the measurements are in launch_gemv below and
 //   perf/RESULTS.md).
 //
 // A is any 2-D View (LayoutLeft, LayoutRight, LayoutStride); x and y any 1-D
@@ -150,20 +150,6 @@ inline int round_down_to_power_of_two(int value, int limit) {
   int result = 1;
   while (result * 2 <= std::min(value, limit)) result *= 2;
   return result;
-}
-
-// The automatic choice: partial_rows on every backend and shape measured so
-// far. Outputs-contiguous data: ThreadPerOutputs with packs (segmented only
-// when there are too few outputs to fill the device). Reduction-contiguous
-// data: the row-block kernel. H100, back to back, partial_rows /
-// team_per_dot (perf/RESULTS.md, 2026-11-23 "row-block steps"): 16384^2 T
-// float 351 / 411 us, double 699 / 715; 100000 x 6400 T float 854 / 1058,
-// double 1728 / 1762; 1e6 x 16-64 T: 30-185 us / 3.2-3.4 ms. CPUs: a CPU
-// thread needs no lanes to share a dot product. team_per_dot stays
-// available as an explicit strategy (the seed's §3.2.2 kernel).
-template <class ExecutionSpace, class T>
-GemvStrategy choose_strategy(const ExecutionSpace&, const GemvProblem<T>&) {
-  return GemvStrategy::partial_rows;
 }
 
 template <class ExecutionSpace, class T>
@@ -397,9 +383,7 @@ void launch_gemv(const ExecutionSpace& space, const GemvProblem<T>& problem,
     launch_scale(space, problem);
     return;
   }
-  GemvStrategy strategy = options.strategy;
-  if (strategy == GemvStrategy::automatic) strategy = choose_strategy(space, problem);
-  switch (strategy) {
+  switch (options.strategy) {
     case GemvStrategy::thread_per_row:
       launch_thread_per_row(space, problem);
       break;
@@ -407,6 +391,14 @@ void launch_gemv(const ExecutionSpace& space, const GemvProblem<T>& problem,
       launch_team_per_dot(space, problem, options);
       break;
     default:
+      // partial_rows, and automatic: partial_rows was the fastest kpl
+      // strategy at every shape measured, on every backend. H100, back to
+      // back, partial_rows / team_per_dot (perf/RESULTS.md, "row-block
+      // steps"): 16384^2 T float 351 / 411 us, double 699 / 715; 100000 x
+      // 6400 T float 854 / 1058, double 1728 / 1762; 1e6 x 16-64 T: 30-185 us
+      // / 3.2-3.4 ms. Outputs-contiguous data goes to ThreadPerOutputs with
+      // packs, reduction-contiguous data to the row-block kernel; a CPU thread
+      // needs no lanes to share a dot product.
       if (gemv_access(problem) == GemvAccess::reduction_contiguous) {
         launch_partial_rows_along(space, problem, options, workspace);
       } else {
