@@ -90,6 +90,16 @@ KOKKOS_INLINE_FUNCTION void scratch_add(T* target, T value) {
   }
 }
 
+// The int a width argument stands for: a run-time int, or a compile-time
+// std::integral_constant (so the loop it bounds unrolls). Not the constant's
+// own conversion operator: that is a host function, which nvcc refuses in
+// the host-device kernels (warning #20013).
+KOKKOS_INLINE_FUNCTION constexpr int width_value(int width) { return width; }
+template <int Width>
+KOKKOS_INLINE_FUNCTION constexpr int width_value(std::integral_constant<int, Width>) {
+  return Width;
+}
+
 }  // namespace detail
 
 // B_j(i, :) = the B-spline basis of meshes(j) at X(i, j), for every row i
@@ -161,7 +171,7 @@ void transpose_product(const ExecutionSpace& space, const CompactBasis<T, Memory
           const std::int64_t stride = values.stride(1);
           Sum* local = sums.data();
           const auto rows_of = [&](auto width_constant) {
-            const int w = width_constant;  // compile-time for cubic splines: unrolled
+            const int w = detail::width_value(width_constant);  // cubic splines: unrolled
             for (std::int64_t i = begin; i < end; ++i) {
               const Sum weight = u(i);
               Sum* target = local + columns[i];
@@ -263,7 +273,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
           const std::int64_t stride = values.stride(1);
           Sum* local = sums.data();
           const auto rows_of = [&](auto width_constant) {
-            const int width_ = width_constant;
+            const int width_ = detail::width_value(width_constant);
             for (std::int64_t i = begin; i < end; ++i) {
               const Sum weight = weighted ? Sum(w(i)) : Sum(1);
               if (weight == Sum(0)) continue;
