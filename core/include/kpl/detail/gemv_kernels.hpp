@@ -362,8 +362,8 @@ struct RowBlockPerTeam {
 #endif
             for (int i = 0; i < Rows; ++i) {
               if (full || i < rows)
-                a[s][i] = load_pack<Width>(first_row + i * problem.output_stride +
-                                           (p + s * step) * Width);
+                a[s][i] = load_pack_read_once<Width>(first_row + i * problem.output_stride +
+                                                     (p + s * step) * Width);
             }
           }
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
@@ -383,6 +383,9 @@ struct RowBlockPerTeam {
           }
         }
       }
+      // Not merged with the loop above as its one-step case: loading every
+      // row's pack before the first product, the merged loop was slower on
+      // the H100 (1e6 x 16 T float 30.5 -> 32.5 us, double 56.8 -> 69.6).
       for (; p < share_end; p += step) {
         const auto x_pack = load_pack<Width>(problem.x + p * Width);
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
@@ -390,7 +393,8 @@ struct RowBlockPerTeam {
 #endif
         for (int i = 0; i < Rows; ++i) {
           if (full || i < rows) {
-            const auto a = load_pack<Width>(first_row + i * problem.output_stride + p * Width);
+            const auto a =
+                load_pack_read_once<Width>(first_row + i * problem.output_stride + p * Width);
             T sum = a.value[0] * x_pack.value[0];
             for (int w = 1; w < Width; ++w) sum += a.value[w] * x_pack.value[w];
             mine.value[i] += sum;

@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kpl::detail {
 
@@ -31,6 +32,31 @@ KOKKOS_INLINE_FUNCTION Pack<T, Width> load_pack(const T* data) {
   } else {
     return *reinterpret_cast<const Pack<T, Width>*>(data);
   }
+}
+
+// load_pack for data that is read once, such as a matrix streamed by a
+// gemv: on CUDA an evict-first load (ld.global.cs), so the stream does not
+// push out of L2 what other teams read again (x, read by every block of
+// rows). H100, row-block gemv (perf/RESULTS.md, "evict-first matrix loads"):
+// B^T g 1e6 x 16 float 30.4 -> 27.8 us, double 56.7 -> 52.7 us. The same
+// loads in the outputs-contiguous kernel helped tall double products but
+// cost 3 % on 16384^2 N double, so that kernel keeps load_pack. Elsewhere a
+// plain load.
+template <int Width, class T>
+KOKKOS_INLINE_FUNCTION Pack<T, Width> load_pack_read_once(const T* data) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (Width == 4 && std::is_same_v<T, float>) {
+    const float4 v = __ldcs(reinterpret_cast<const float4*>(data));
+    return Pack<T, Width>{{v.x, v.y, v.z, v.w}};
+  } else if constexpr (Width == 2 && std::is_same_v<T, double>) {
+    const double2 v = __ldcs(reinterpret_cast<const double2*>(data));
+    return Pack<T, Width>{{v.x, v.y}};
+  } else {
+    return load_pack<Width>(data);
+  }
+#else
+  return load_pack<Width>(data);
+#endif
 }
 
 // True when a pack of Width elements may be loaded at data + stride * i for
