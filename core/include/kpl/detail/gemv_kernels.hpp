@@ -100,6 +100,42 @@ struct ThreadPerOutputs {
   PartialLayout partial_layout;
   std::int64_t groups;  // ceil(outputs / Width)
 
+  // CPUs: sum[0 .. count) += the group's rows times x over columns [begin,
+  // end), in column order, each column a contiguous run of count elements
+  // (first points at column 0 of the group). Eight columns per pass over
+  // sum[], so the sums are loaded and stored once per eight columns: with
+  // one column a pass, the L1 traffic of sum[] bound the loop (2-core VM,
+  // OpenMP, 16384^2 N float: 62.9 ms one column a pass, 42.8 four, 42.3
+  // eight; 1e6 x 64 N double 20.7, 16.4, 11.3 ms).
+  KOKKOS_INLINE_FUNCTION void accumulate_column_runs(T* sum, const T* first, int count,
+                                                     std::int64_t begin, std::int64_t end) const {
+    const std::int64_t stride = problem.length_stride;
+    const T* x = problem.x;
+    const std::int64_t x_stride = problem.x_stride;
+    std::int64_t c = begin;
+    for (; c + 7 < end; c += 8) {
+      const T* a0 = first + c * stride;
+      const T* a1 = a0 + stride;
+      const T* a2 = a1 + stride;
+      const T* a3 = a2 + stride;
+      const T* a4 = a3 + stride;
+      const T* a5 = a4 + stride;
+      const T* a6 = a5 + stride;
+      const T* a7 = a6 + stride;
+      const T x0 = x[c * x_stride], x1 = x[(c + 1) * x_stride], x2 = x[(c + 2) * x_stride],
+              x3 = x[(c + 3) * x_stride], x4 = x[(c + 4) * x_stride], x5 = x[(c + 5) * x_stride],
+              x6 = x[(c + 6) * x_stride], x7 = x[(c + 7) * x_stride];
+      for (int w = 0; w < count; ++w)
+        sum[w] += ((a0[w] * x0 + a1[w] * x1) + (a2[w] * x2 + a3[w] * x3)) +
+                  ((a4[w] * x4 + a5[w] * x5) + (a6[w] * x6 + a7[w] * x7));
+    }
+    for (; c < end; ++c) {
+      const T* a = first + c * stride;
+      const T x_c = x[c * x_stride];
+      for (int w = 0; w < count; ++w) sum[w] += a[w] * x_c;
+    }
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index) const {
     const std::int64_t group = index % groups;
     const std::int64_t rest = index / groups;
@@ -113,7 +149,16 @@ struct ThreadPerOutputs {
     for (int w = 0; w < Width; ++w) sum[w] = T(0);
     const std::int64_t count =
         problem.outputs - first_output < Width ? problem.outputs - first_output : Width;
-    if (count == Width && (Width == 1 || problem.output_stride == 1)) {
+    // CPUs (wide groups without packs): every group, whole or the last,
+    // partial one, walks its columns as contiguous runs.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+    constexpr bool column_runs = false;
+#else
+    constexpr bool column_runs = !PackLoads && Width > 1;
+#endif
+    if (column_runs && problem.output_stride == 1) {
+      accumulate_column_runs(sum, problem.row(b, first_output), int(count), begin, end);
+    } else if (count == Width && (Width == 1 || problem.output_stride == 1)) {
       // Whole group: Width adjacent elements per term, one access.
       const T* column = problem.row(b, first_output) + begin * problem.length_stride;
       const T* x = problem.x + begin * problem.x_stride;
