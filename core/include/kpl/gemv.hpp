@@ -17,9 +17,9 @@
 //   the whole block, and the last team of a block to finish adds the block's
 //   partial sums (the kernel for tall, skinny B^T g).
 // - kokkos_kernels: KokkosBlas::gemv, the baseline users have today.
-// - automatic: the strategy that measured fastest (today partial_rows
-//   everywhere; the measurements are in launch_gemv below and
-//   perf/RESULTS.md).
+// - automatic: today partial_rows for every shape: the fastest kpl strategy
+//   on every backend except some GPU calls of 5-10 us (launch_gemv below and
+//   perf/RESULTS.md say where and by how much).
 //
 // A is any 2-D View (LayoutLeft, LayoutRight, LayoutStride); x and y any 1-D
 // Views; float or double; all accessible from the execution space. As in
@@ -394,14 +394,16 @@ void launch_gemv(const ExecutionSpace& space, const GemvProblem<T>& problem,
       launch_team_per_dot(space, problem, options);
       break;
     default:
-      // partial_rows, and automatic: partial_rows was the fastest kpl
-      // strategy at every shape measured, on every backend. H100, back to
-      // back, partial_rows / team_per_dot (perf/RESULTS.md, "row-block
-      // steps"): 16384^2 T float 351 / 411 us, double 699 / 715; 100000 x
-      // 6400 T float 854 / 1058, double 1728 / 1762; 1e6 x 16-64 T: 30-185 us
-      // / 3.2-3.4 ms. Outputs-contiguous data goes to ThreadPerOutputs with
-      // packs, reduction-contiguous data to the row-block kernel; a CPU thread
-      // needs no lanes to share a dot product.
+      // partial_rows, and automatic. H100, back to back, partial_rows /
+      // team_per_dot (perf/RESULTS.md, "row-block steps"): 16384^2 T float
+      // 351 / 411 us, double 699 / 715; 100000 x 6400 T float 854 / 1058,
+      // double 1728 / 1762; 1e6 x 16-64 T: 30-185 us / 3.2-3.4 ms. Not the
+      // fastest at 8 of the seed's 48 grid shapes, all GPU calls of 5-10 us
+      // (worst: Bd double 1000 x 64, 8.7 us against team_per_dot's 6.4;
+      // RESULTS, "third session"): a rule for those needs its own
+      // measurements. Outputs-contiguous data goes to ThreadPerOutputs (packs
+      // on GPUs, column runs on CPUs), reduction-contiguous data to the
+      // row-block kernel; a CPU thread needs no lanes to share a dot product.
       if (gemv_access(problem) == GemvAccess::reduction_contiguous) {
         launch_partial_rows_along(space, problem, options, workspace);
       } else {
