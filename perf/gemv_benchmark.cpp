@@ -5,15 +5,23 @@
 // Bytes (the fewest a gemv must move): A once, x once, y written once
 // (beta = 0): rows * columns + rows + columns elements.
 //
-// Two timings per case:
+// Timings per case:
 //   gemv/...         each call followed by a fence: what one synchronous call
 //                    costs, launch included (the anchors' C++ table);
 //   gemv_stream/...  16 calls back to back, then one fence, time / 16: the
 //                    cost of a call inside a longer computation (the GAM's
 //                    loop), close to the kernel time that profilers and
-//                    PyTorch's CUDA-event timings report.
+//                    PyTorch's CUDA-event timings report;
+//   gemv_graph/...   (CUDA, n <= 1e5) the same 16 calls captured once into a
+//                    CUDA graph, its replays timed with CUDA events, / 16.
+//                    Below ~10 us a call, gemv_stream measures the host's
+//                    launch rate (Kokkos' launch path, noisy on a VM: the
+//                    same kernel timed twice differs by up to 14 %); graph
+//                    replay takes the host out and leaves the GPU's time for
+//                    the kernels, which is what the strategies differ in.
 //
-// Names: gemv[_stream]/<N|T>/<float|double>/<strategy>/<backend>/rows:R/columns:C.
+// Names: gemv[_stream]/<N|T>/<float|double>/<strategy>/<backend>/rows:R/columns:C;
+// gemv_tuning/... adds /rows_per_team:M (GemvOptions::rows_per_team).
 #include <kpl/execution_spaces.hpp>
 #include <kpl/gemv.hpp>
 
@@ -28,6 +36,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,7 +52,7 @@ void fill(const View& view, std::int64_t salt) {
   using T = typename View::non_const_value_type;
   using ExecutionSpace = typename View::execution_space;
   Kokkos::View<T*, typename View::memory_space, Kokkos::MemoryUnmanaged> flat(view.data(),
-                                                                            view.span());
+                                                                              view.span());
   Kokkos::parallel_for(
       "kpl::perf::fill", Kokkos::RangePolicy<ExecutionSpace>(0, flat.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i) {
@@ -52,22 +61,75 @@ void fill(const View& view, std::int64_t salt) {
   Kokkos::fence();
 }
 
-// Runs `call` once per iteration with a fence (Stream false) or
-// calls_per_stream times and then a fence, reporting the time per call.
-template <bool Stream, class ExecutionSpace, class Call>
+enum class Timing { fenced, stream, graph };
+
+#ifdef KOKKOS_ENABLE_CUDA
+bool cuda_failed(benchmark::State& state, cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return false;
+  state.SkipWithError((std::string(what) + ": " + cudaGetErrorString(error)).c_str());
+  return true;
+}
+
+// calls_per_stream calls captured into a CUDA graph on the space's stream;
+// each iteration replays it between two events.
+template <class Call>
+void time_graph_replays(benchmark::State& state, const Kokkos::Cuda& space, const Call& call) {
+  const cudaStream_t stream = space.cuda_stream();
+  cudaGraph_t graph = nullptr;
+  if (cuda_failed(state, cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed),
+                  "cudaStreamBeginCapture"))
+    return;
+  for (int i = 0; i < calls_per_stream; ++i) call();
+  if (cuda_failed(state, cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture")) return;
+  std::unique_ptr<CUgraph_st, decltype(&cudaGraphDestroy)> graph_owner(graph, cudaGraphDestroy);
+  cudaGraphExec_t replay = nullptr;
+  if (cuda_failed(state, cudaGraphInstantiate(&replay, graph, 0), "cudaGraphInstantiate")) return;
+  std::unique_ptr<CUgraphExec_st, decltype(&cudaGraphExecDestroy)> replay_owner(
+      replay, cudaGraphExecDestroy);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaGraphLaunch(replay, stream);  // warm-up replay
+  if (!cuda_failed(state, cudaStreamSynchronize(stream), "graph replay")) {
+    for (auto _ : state) {
+      cudaEventRecord(start, stream);
+      cudaGraphLaunch(replay, stream);
+      cudaEventRecord(stop, stream);
+      cudaEventSynchronize(stop);
+      float milliseconds = 0;
+      cudaEventElapsedTime(&milliseconds, start, stop);
+      state.SetIterationTime(milliseconds * 1e-3 / calls_per_stream);
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+#endif
+
+// Runs `call` once per iteration with a fence (fenced), calls_per_stream
+// times and then a fence (stream), or as a replayed graph of
+// calls_per_stream calls (graph, CUDA only), reporting the time per call.
+template <Timing Mode, class ExecutionSpace, class Call>
 void time_calls(benchmark::State& state, const ExecutionSpace& space, const Call& call) {
   call();  // warm-up: first-touch, workspace, Kokkos Kernels' lazy set-up
   space.fence();
-  for (auto _ : state) {
-    if constexpr (Stream) {
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < calls_per_stream; ++i) call();
-      space.fence();
-      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-      state.SetIterationTime(elapsed.count() / calls_per_stream);
-    } else {
-      call();
-      space.fence();
+  if constexpr (Mode == Timing::graph) {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>)
+      time_graph_replays(state, space, call);
+#endif
+  } else {
+    for (auto _ : state) {
+      if constexpr (Mode == Timing::stream) {
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < calls_per_stream; ++i) call();
+        space.fence();
+        const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+        state.SetIterationTime(elapsed.count() / calls_per_stream);
+      } else {
+        call();
+        space.fence();
+      }
     }
   }
 }
@@ -75,12 +137,35 @@ void time_calls(benchmark::State& state, const ExecutionSpace& space, const Call
 // A baseline outside kpl's strategies: OpenBLAS, called directly.
 constexpr int openblas = -1;
 
-template <class ExecutionSpace, class T, bool Stream>
-void gemv(benchmark::State& state, Transpose transpose, int strategy) {
+// An instance of the space; for graphs on CUDA, on a stream of its own (the
+// legacy default stream cannot be captured).
+template <class ExecutionSpace, Timing Mode>
+struct BenchmarkSpace {
+  ExecutionSpace space;
+};
+#ifdef KOKKOS_ENABLE_CUDA
+template <>
+struct BenchmarkSpace<Kokkos::Cuda, Timing::graph> {
+  cudaStream_t stream = [] {
+    cudaStream_t created = nullptr;
+    cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking);
+    return created;
+  }();
+  Kokkos::Cuda space{stream};
+  ~BenchmarkSpace() {
+    space = Kokkos::Cuda();  // release the instance before its stream
+    cudaStreamDestroy(stream);
+  }
+};
+#endif
+
+template <class ExecutionSpace, class T, Timing Mode>
+void gemv(benchmark::State& state, Transpose transpose, int strategy, int rows_per_team = 0) {
   using Memory = typename ExecutionSpace::memory_space;
   const std::int64_t rows = state.range(0), columns = state.range(1);
   const bool normal = transpose == Transpose::no;
-  const ExecutionSpace space;
+  const BenchmarkSpace<ExecutionSpace, Mode> instance;
+  const ExecutionSpace& space = instance.space;
   Kokkos::View<T**, Kokkos::LayoutLeft, ExecutionSpace> A(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "A"), rows, columns);
   Kokkos::View<T*, ExecutionSpace> x(Kokkos::view_alloc(Kokkos::WithoutInitializing, "x"),
@@ -94,7 +179,7 @@ void gemv(benchmark::State& state, Transpose transpose, int strategy) {
     if constexpr (std::is_same_v<Memory, Kokkos::HostSpace>) {
       const auto operation = normal ? CblasNoTrans : CblasTrans;
       const int m = int(rows), n = int(columns), lda = int(std::max<std::int64_t>(rows, 1));
-      time_calls<Stream>(state, space, [&] {
+      time_calls<Mode>(state, space, [&] {
         if constexpr (std::is_same_v<T, float>) {
           cblas_sgemv(CblasColMajor, operation, m, n, 1.0f, A.data(), lda, x.data(), 1, 0.0f,
                       y.data(), 1);
@@ -106,10 +191,9 @@ void gemv(benchmark::State& state, Transpose transpose, int strategy) {
     }
 #endif
   } else {
-    const kpl::GemvOptions options{static_cast<GemvStrategy>(strategy), 0, 0};
-    time_calls<Stream>(state, space, [&] {
-      kpl::gemv(space, transpose, T(1), A, x, T(0), y, workspace, options);
-    });
+    const kpl::GemvOptions options{static_cast<GemvStrategy>(strategy), 0, rows_per_team};
+    time_calls<Mode>(state, space,
+                     [&] { kpl::gemv(space, transpose, T(1), A, x, T(0), y, workspace, options); });
   }
   const double bytes = double(sizeof(T)) * (double(rows) * columns + rows + columns);
   kpl::perf::report_bytes(state, bytes, ExecutionSpace::name());
@@ -136,15 +220,15 @@ void gemv_blocks(benchmark::State& state, int strategy) {
       c.data(), batch, columns);
   kpl::GemvWorkspace<ExecutionSpace, T> workspace;
   const kpl::GemvOptions options{static_cast<GemvStrategy>(strategy), 0, 0};
-  time_calls<true>(state, space, [&] {
+  time_calls<Timing::stream>(state, space, [&] {
     if constexpr (Batched) {
-      kpl::gemv_batched(space, Transpose::yes, T(1), blocks, g, T(0), c_blocks, workspace,
-                        options);
+      kpl::gemv_batched(space, Transpose::yes, T(1), blocks, g, T(0), c_blocks, workspace, options);
     } else {
       kpl::gemv(space, Transpose::yes, T(1), stacked, g, T(0), c, workspace, options);
     }
   });
-  const double bytes = double(sizeof(T)) * (double(rows) * batch * columns + rows + batch * columns);
+  const double bytes =
+      double(sizeof(T)) * (double(rows) * batch * columns + rows + batch * columns);
   kpl::perf::report_bytes(state, bytes, ExecutionSpace::name());
 }
 
@@ -185,16 +269,60 @@ void register_for() {
           benchmark->UseRealTime();
         }
       };
-      add_shapes(benchmark::RegisterBenchmark(
-          ("gemv/" + suffix).c_str(),
-          [=](benchmark::State& state) { gemv<ExecutionSpace, T, false>(state, transpose, implementation); }),
-          false);
-      add_shapes(benchmark::RegisterBenchmark(
-                     ("gemv_stream/" + suffix).c_str(),
-                     [=](benchmark::State& state) {
-                       gemv<ExecutionSpace, T, true>(state, transpose, implementation);
-                     }),
+      add_shapes(benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(),
+                                              [=](benchmark::State& state) {
+                                                gemv<ExecutionSpace, T, Timing::fenced>(
+                                                    state, transpose, implementation);
+                                              }),
+                 false);
+      add_shapes(benchmark::RegisterBenchmark(("gemv_stream/" + suffix).c_str(),
+                                              [=](benchmark::State& state) {
+                                                gemv<ExecutionSpace, T, Timing::stream>(
+                                                    state, transpose, implementation);
+                                              }),
                  true);
+#ifdef KOKKOS_ENABLE_CUDA
+      if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
+        auto* benchmark = benchmark::RegisterBenchmark(
+            ("gemv_graph/" + suffix).c_str(), [=](benchmark::State& state) {
+              gemv<ExecutionSpace, T, Timing::graph>(state, transpose, implementation);
+            });
+        for (std::int64_t rows : {1000, 10000, 100000})
+          for (std::int64_t columns : {16, 32, 64}) benchmark->Args({rows, columns});
+        benchmark->ArgNames({"rows", "columns"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+      }
+#endif
+    }
+  }
+  // The overridable M' (GemvOptions::rows_per_team) swept over the grid's
+  // small shapes, where the best setting is a matter of latency rather than
+  // bandwidth: what automatic's choices for those shapes rest on. Timed as
+  // graph replays on CUDA (see the top of this file), back to back elsewhere.
+  constexpr Timing tuning_timing =
+#ifdef KOKKOS_ENABLE_CUDA
+      std::is_same_v<ExecutionSpace, Kokkos::Cuda> ? Timing::graph :
+#endif
+                                                   Timing::stream;
+  for (Transpose transpose : {Transpose::yes, Transpose::no}) {
+    for (auto strategy : {GemvStrategy::team_per_dot, GemvStrategy::partial_rows}) {
+      // partial_rows reads M' only where dot products run along memory.
+      if (strategy == GemvStrategy::partial_rows && transpose == Transpose::no) continue;
+      const std::string op = transpose == Transpose::no ? "N" : "T";
+      auto* benchmark = benchmark::RegisterBenchmark(
+          ("gemv_tuning/" + op + "/" + precision + "/" + std::string(kpl::to_string(strategy)) +
+           "/" + backend)
+              .c_str(),
+          [=](benchmark::State& state) {
+            gemv<ExecutionSpace, T, tuning_timing>(state, transpose, static_cast<int>(strategy),
+                                                   int(state.range(2)));
+          });
+      for (std::int64_t rows : {1000, 10000, 100000})
+        for (std::int64_t columns : {16, 32, 64})
+          for (std::int64_t rows_per_team : {1, 2, 4, 8, 16})
+            benchmark->Args({rows, columns, rows_per_team});
+      benchmark->ArgNames({"rows", "columns", "rows_per_team"})
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   for (auto strategy : strategies) {

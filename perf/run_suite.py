@@ -214,7 +214,7 @@ def baseline_names(name):
     """(name, label) of the in-binary baselines of a benchmark, preferred first."""
     parts = name.split("/")
     family = parts[0]
-    if family in ("gemv", "gemv_stream") and len(parts) > 4:
+    if family in ("gemv", "gemv_stream", "gemv_graph") and len(parts) > 4:
         if parts[3] in ("kokkos-kernels", "openblas"):
             return []
         # On CPUs without a BLAS TPL in Kokkos Kernels, OpenBLAS called directly.
