@@ -277,6 +277,53 @@ KPL_EXECUTION_SPACE_TEST(Gemv, KokkosKernelsFloat) {
   check_strategy<TypeParam, float>(GemvStrategy::kokkos_kernels);
 }
 
+// What automatic runs (gemv.hpp, detail::automatic_strategy): partial_rows
+// on CPUs; on GPUs team_per_dot for outputs-contiguous products with few
+// outputs (one per 128 resident threads) and >= 16 terms, or at most four
+// elements per resident thread and >= 64 terms; thread_per_row for dot
+// products of <= 64 terms when partial_rows' pack threads would fill at most
+// an eighth of the device; partial_rows otherwise.
+template <class ExecutionSpace>
+void check_automatic_choice() {
+  const ExecutionSpace space;
+  // Column-major [rows, columns] with op N (outputs contiguous) or op T
+  // (reduction contiguous).
+  auto choice = [&](std::int64_t rows, std::int64_t columns, Transpose transpose) {
+    const bool normal = transpose == Transpose::no;
+    const kpl::detail::GemvProblem<double> problem{nullptr,
+                                                   nullptr,
+                                                   nullptr,
+                                                   1,
+                                                   normal ? rows : columns,
+                                                   normal ? columns : rows,
+                                                   0,
+                                                   normal ? 1 : rows,
+                                                   normal ? rows : 1,
+                                                   1,
+                                                   0,
+                                                   1,
+                                                   1.0,
+                                                   0.0};
+    return kpl::detail::automatic_strategy(space, problem);
+  };
+  const bool gpu = !kpl::detail::runs_on_host_v<ExecutionSpace>;
+  const auto lanes_win = gpu ? GemvStrategy::team_per_dot : GemvStrategy::partial_rows;
+  const std::int64_t resident = space.concurrency();
+  const std::int64_t few = std::max<std::int64_t>(resident / 128, 1);
+  const auto threads_win = gpu ? GemvStrategy::thread_per_row : GemvStrategy::partial_rows;
+  EXPECT_EQ(choice(few, 16, Transpose::no), lanes_win);
+  EXPECT_EQ(choice(few, 8, Transpose::no), threads_win);
+  EXPECT_EQ(choice(4 * few, 16, Transpose::no), threads_win);
+  EXPECT_EQ(choice(resident / 8, 65, Transpose::no), GemvStrategy::partial_rows);
+  EXPECT_EQ(choice(resident / 16, 64, Transpose::no), lanes_win);
+  EXPECT_EQ(choice(resident, 64, Transpose::no), GemvStrategy::partial_rows);
+  EXPECT_EQ(choice(resident, 16, Transpose::no), GemvStrategy::partial_rows);
+  EXPECT_EQ(choice(few, 64, Transpose::yes), GemvStrategy::partial_rows);
+  EXPECT_EQ(choice(resident, 16, Transpose::yes), GemvStrategy::partial_rows);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gemv, AutomaticChoice) { check_automatic_choice<TypeParam>(); }
+
 // P and M' given by the caller, including values that are not powers of two
 // or exceed the work (rounded or clamped, never wrong).
 template <class ExecutionSpace>

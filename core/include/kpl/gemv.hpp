@@ -17,9 +17,11 @@
 //   the whole block, and the last team of a block to finish adds the block's
 //   partial sums (the kernel for tall, skinny B^T g).
 // - kokkos_kernels: KokkosBlas::gemv, the baseline users have today.
-// - automatic: today partial_rows for every shape: the fastest kpl strategy
-//   on every backend except some GPU calls of 5-10 us (launch_gemv below and
-//   perf/RESULTS.md say where and by how much).
+// - automatic: partial_rows, except on GPUs for small outputs-contiguous
+//   products, where team_per_dot or thread_per_row wins
+//   (detail::automatic_strategy says when and why). On the H100 within 5 %
+//   of the fastest strategy at every shape of the seed's grid
+//   (perf/RESULTS.md).
 //
 // A is any 2-D View (LayoutLeft, LayoutRight, LayoutStride); x and y any 1-D
 // Views; float or double; all accessible from the execution space. As in
@@ -266,13 +268,40 @@ void launch_partial_rows_across(const ExecutionSpace& space, const GemvProblem<T
   if (segments > 1) launch_combine(space, problem, partials, layout, segments);
 }
 
+// GPUs: the row-block kernel's teams are 8 threads of 32 vector lanes (a
+// warp each on CUDA, so the team's sums combine by warp shuffles first), and
+// a chunk of the reduction is one pack per thread.
+constexpr int gpu_row_block_threads = 8, gpu_row_block_lanes = 32;
+
+// GPUs: about one team per 512 threads the device holds (528 on the H100: one
+// wave of four teams per SM). H100 sweep (raw CUDA prototype of the row-block
+// kernel, 256 threads): 1e6 x 16 float 28 us with 264-528 teams, 30-33 us
+// with 132 or 2112.
+template <class ExecutionSpace>
+std::int64_t gpu_wanted_teams(const ExecutionSpace& space) {
+  return std::max<std::int64_t>(space.concurrency() / 512, 1);
+}
+
+// GPUs: teams per block of outputs (segments of the reduction) for
+// `blocks` blocks in all whose dot products are `packs` packs long: enough
+// for the wanted teams, each with at least two chunks. Shapes with that many
+// blocks already get one segment: no partial sums.
+template <class ExecutionSpace>
+std::int64_t gpu_row_block_segments(const ExecutionSpace& space, std::int64_t blocks,
+                                    std::int64_t packs) {
+  const std::int64_t chunks = (packs + gpu_row_block_threads * gpu_row_block_lanes - 1) /
+                              (gpu_row_block_threads * gpu_row_block_lanes);
+  const std::int64_t segments = (gpu_wanted_teams(space) + blocks - 1) / blocks;
+  return std::clamp<std::int64_t>(std::min(segments, chunks / 2), 1,
+                                  std::max<std::int64_t>(chunks, 1));
+}
+
 template <class ExecutionSpace, class T, int Rows, int Width>
 void launch_row_blocks(const ExecutionSpace& space, const GemvProblem<T>& problem,
                        std::int64_t segments_wanted, GemvWorkspace<ExecutionSpace, T>& workspace) {
   constexpr bool host = runs_on_host_v<ExecutionSpace>;
-  // GPUs: 8 threads of 32 vector lanes (a warp each on CUDA), so the team's
-  // sums combine by warp shuffles first. CPUs: one thread, one lane.
-  const int threads = host ? 1 : 8, lanes = host ? 1 : 32;
+  // CPUs: one thread, one lane.
+  const int threads = host ? 1 : gpu_row_block_threads, lanes = host ? 1 : gpu_row_block_lanes;
   const int team_size = threads * lanes;
   const std::int64_t blocks = (problem.outputs + Rows - 1) / Rows;
   const std::int64_t packs = std::max<std::int64_t>(problem.length / Width, 1);
@@ -284,14 +313,7 @@ void launch_row_blocks(const ExecutionSpace& space, const GemvProblem<T>& proble
       // Four work items per thread.
       segments = (4 * space.concurrency() + problem.batch * blocks - 1) / (problem.batch * blocks);
     } else {
-      // About one team per 512 threads the device holds (528 on the H100:
-      // one wave of four teams per SM), each with at least two chunks. H100
-      // sweep (raw CUDA prototype of this kernel, 256 threads): 1e6 x 16
-      // float 28 us with 264-528 teams, 30-33 us with 132 or 2112. Shapes
-      // with that many blocks already get one segment: no partial sums.
-      const std::int64_t wanted_teams = std::max<std::int64_t>(space.concurrency() / 512, 1);
-      segments = (wanted_teams + problem.batch * blocks - 1) / (problem.batch * blocks);
-      segments = std::min<std::int64_t>(segments, gpu_chunks / 2);
+      segments = gpu_row_block_segments(space, problem.batch * blocks, packs);
     }
   }
   segments = std::clamp<std::int64_t>(segments, 1, host ? packs : gpu_chunks);
@@ -347,6 +369,21 @@ void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>
     // double 60.7/56.2/56.7/72.6, 1e6 x 64 double 207/188/185/196.
     const std::int64_t outputs = problem.batch * problem.outputs;
     rows = host ? 16 : outputs * 256 >= space.concurrency() ? 2 : (sizeof(T) == 4 ? 4 : 8);
+    if (!host && rows > 2) {
+      // Dot products too short to give those blocks half the wanted teams
+      // (n <= 1e4 on the H100, and 1e5 x 16): 2-row blocks, four times the
+      // teams of 8-row ones and a quarter of their team reduction. H100, GPU
+      // time per call (graph replays, medians of 5; RESULTS, "automatic on
+      // small shapes"), rows 8 or 4 -> 2: T double 1000 x 32 5.27 -> 3.62
+      // us, 10000 x 16 double 9.00 -> 5.75, 10000 x 16 float 6.16 -> 5.48;
+      // team_per_dot takes 4.3-4.5 us at 1000 rows, 16-17 at 10000.
+      const std::int64_t blocks = problem.batch * ((problem.outputs + rows - 1) / rows);
+      const std::int64_t reduction_packs =
+          std::max<std::int64_t>(problem.length / (packs ? pack : 1), 1);
+      if (2 * blocks * gpu_row_block_segments(space, blocks, reduction_packs) <
+          gpu_wanted_teams(space))
+        rows = 2;
+    }
   }
   rows = round_down_to_power_of_two(
       std::min<int>(rows, int(std::max<std::int64_t>(problem.outputs, 1))), 16);
@@ -378,6 +415,48 @@ void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>
   }
 }
 
+// What strategy::automatic runs. CPUs: partial_rows everywhere (a thread
+// needs no lanes to share a dot product; perf/RESULTS.md, CPU sections).
+// GPUs: partial_rows, except on outputs-contiguous data (B d on column-major
+// B) where its threads would each walk a long chain of dependent loads with
+// too few threads to hide it (and thread_per_row below): there a partial_rows thread takes one
+// segment of the dot product (all of it up to 64 terms), and its time grows with the segment, not
+// with n; team_per_dot's lanes (up to 32 per dot product) take a term or two each. That wins while
+// the outputs are few (at most one per 128 resident threads: 2112 on the H100) with dot products of
+// 16 terms or more, or the matrix is small (at most four elements per resident thread) with 64
+// terms or more. H100, GPU time per call (CUDA-graph replays, medians of 5; perf/RESULTS.md,
+// "automatic on small shapes"), partial_rows -> team_per_dot: B d double 1000 x 16 3.37 -> 2.91 us,
+// 1000 x 32 4.76 -> 2.79, 1000 x 64 7.57 -> 3.10, 10000 x 64 7.80 -> 6.05; but 10000 x 16 3.46
+// -> 4.12 and 100000 x 64 24.6 -> 39.6 (team_per_dot's scattered loads).
+template <class ExecutionSpace, class T>
+GemvStrategy automatic_strategy(const ExecutionSpace& space, const GemvProblem<T>& problem) {
+  if constexpr (runs_on_host_v<ExecutionSpace>) {
+    (void)space;
+    (void)problem;
+    return GemvStrategy::partial_rows;
+  } else {
+    const std::int64_t resident_threads = space.concurrency();
+    const std::int64_t outputs = problem.batch * problem.outputs;
+    const bool few_outputs = outputs * 128 <= resident_threads && problem.length >= 16;
+    const bool small_long_dots =
+        outputs * problem.length <= 4 * resident_threads && problem.length >= 64;
+    if (gemv_access(problem) == GemvAccess::outputs_contiguous) {
+      if (few_outputs || small_long_dots) return GemvStrategy::team_per_dot;
+      // Dot products of at most 64 terms (partial_rows' one segment) and
+      // its 16-byte-pack threads filling at most an eighth of the device: a
+      // thread per output puts 4 (float) or 2 (double) times the threads,
+      // and loads in flight, on chains of the same length. H100, graph
+      // replays: B d float 10000 x 32 3.75 -> 3.55 us, 100000 x 64 6.50 ->
+      // 6.38; double 10000 x 32 4.88 -> 4.76. With more threads than that
+      // the two are within 2 % either way (n = 1e5 double, 1e6).
+      const std::int64_t pack_threads = outputs / pack_elements<T>();
+      if (problem.length <= 64 && pack_threads * 8 <= resident_threads)
+        return GemvStrategy::thread_per_row;
+    }
+    return GemvStrategy::partial_rows;
+  }
+}
+
 template <class ExecutionSpace, class T>
 void launch_gemv(const ExecutionSpace& space, const GemvProblem<T>& problem,
                  const GemvOptions& options, GemvWorkspace<ExecutionSpace, T>& workspace) {
@@ -386,7 +465,10 @@ void launch_gemv(const ExecutionSpace& space, const GemvProblem<T>& problem,
     launch_scale(space, problem);
     return;
   }
-  switch (options.strategy) {
+  const GemvStrategy strategy = options.strategy == GemvStrategy::automatic
+                                    ? automatic_strategy(space, problem)
+                                    : options.strategy;
+  switch (strategy) {
     case GemvStrategy::thread_per_row:
       launch_thread_per_row(space, problem);
       break;
@@ -394,16 +476,12 @@ void launch_gemv(const ExecutionSpace& space, const GemvProblem<T>& problem,
       launch_team_per_dot(space, problem, options);
       break;
     default:
-      // partial_rows, and automatic. H100, back to back, partial_rows /
-      // team_per_dot (perf/RESULTS.md, "row-block steps"): 16384^2 T float
-      // 351 / 411 us, double 699 / 715; 100000 x 6400 T float 854 / 1058,
-      // double 1728 / 1762; 1e6 x 16-64 T: 30-185 us / 3.2-3.4 ms. Not the
-      // fastest at 8 of the seed's 48 grid shapes, all GPU calls of 5-10 us
-      // (worst: Bd double 1000 x 64, 8.7 us against team_per_dot's 6.4;
-      // RESULTS, "third session"): a rule for those needs its own
-      // measurements. Outputs-contiguous data goes to ThreadPerOutputs (packs
-      // on GPUs, column runs on CPUs), reduction-contiguous data to the
-      // row-block kernel; a CPU thread needs no lanes to share a dot product.
+      // partial_rows. H100, back to back, partial_rows / team_per_dot
+      // (perf/RESULTS.md, "row-block steps"): 16384^2 T float 351 / 411 us,
+      // double 699 / 715; 100000 x 6400 T float 854 / 1058, double 1728 /
+      // 1762; 1e6 x 16-64 T: 30-185 us / 3.2-3.4 ms. Outputs-contiguous data
+      // goes to ThreadPerOutputs (packs on GPUs, column runs on CPUs),
+      // reduction-contiguous data to the row-block kernel.
       if (gemv_access(problem) == GemvAccess::reduction_contiguous) {
         launch_partial_rows_along(space, problem, options, workspace);
       } else {
