@@ -419,15 +419,18 @@ void launch_partial_rows_along(const ExecutionSpace& space, const GemvProblem<T>
 // needs no lanes to share a dot product; perf/RESULTS.md, CPU sections).
 // GPUs: partial_rows, except on outputs-contiguous data (B d on column-major
 // B) where its threads would each walk a long chain of dependent loads with
-// too few threads to hide it (and thread_per_row below): there a partial_rows thread takes one
-// segment of the dot product (all of it up to 64 terms), and its time grows with the segment, not
-// with n; team_per_dot's lanes (up to 32 per dot product) take a term or two each. That wins while
-// the outputs are few (at most one per 128 resident threads: 2112 on the H100) with dot products of
-// 16 terms or more, or the matrix is small (at most four elements per resident thread) with 64
-// terms or more. H100, GPU time per call (CUDA-graph replays, medians of 5; perf/RESULTS.md,
-// "automatic on small shapes"), partial_rows -> team_per_dot: B d double 1000 x 16 3.37 -> 2.91 us,
-// 1000 x 32 4.76 -> 2.79, 1000 x 64 7.57 -> 3.10, 10000 x 64 7.80 -> 6.05; but 10000 x 16 3.46
-// -> 4.12 and 100000 x 64 24.6 -> 39.6 (team_per_dot's scattered loads).
+// too few threads to hide it. There a partial_rows thread takes one segment
+// of the dot product (all of it up to 64 terms), so its time grows with the
+// segment, not with n; team_per_dot's lanes (up to 32 per dot product) take
+// a term or two each. That wins while the outputs are few (at most one per
+// 128 resident threads: 2112 on the H100) with dot products of 16 terms or
+// more, or the matrix is small (at most four elements per resident thread)
+// with 64 terms or more; thread_per_row is the case below. H100, GPU time
+// per call (CUDA-graph replays, medians of 5; perf/RESULTS.md, "automatic on
+// small shapes"), partial_rows -> team_per_dot: B d double 1000 x 16 3.31 ->
+// 2.89 us, 1000 x 32 4.69 -> 2.78, 1000 x 64 7.42 -> 3.06, 10000 x 64 7.73
+// -> 6.01; but 10000 x 16 3.44 -> 4.08 and 100000 x 64 24.6 -> 39.4
+// (team_per_dot's scattered loads).
 template <class ExecutionSpace, class T>
 GemvStrategy automatic_strategy(const ExecutionSpace& space, const GemvProblem<T>& problem) {
   if constexpr (runs_on_host_v<ExecutionSpace>) {
@@ -446,9 +449,9 @@ GemvStrategy automatic_strategy(const ExecutionSpace& space, const GemvProblem<T
       // its 16-byte-pack threads filling at most an eighth of the device: a
       // thread per output puts 4 (float) or 2 (double) times the threads,
       // and loads in flight, on chains of the same length. H100, graph
-      // replays: B d float 10000 x 32 3.75 -> 3.55 us, 100000 x 64 6.50 ->
-      // 6.38; double 10000 x 32 4.88 -> 4.76. With more threads than that
-      // the two are within 2 % either way (n = 1e5 double, 1e6).
+      // replays: B d float 10000 x 32 3.75 -> 3.59 us, 100000 x 64 6.56 ->
+      // 6.34; double 10000 x 32 4.88 -> 4.78. With more threads than that
+      // the two are within 3 % either way (n = 1e5 double, 1e6).
       const std::int64_t pack_threads = outputs / pack_elements<T>();
       if (problem.length <= 64 && pack_threads * 8 <= resident_threads)
         return GemvStrategy::thread_per_row;
