@@ -182,13 +182,19 @@ def read_results(output):
                     continue
                 log(f"{json_path} was cut short; summarizing the benchmarks that finished")
             context = data.get("context", context)
+            medians = {}
             for entry in data.get("benchmarks", []):
                 if entry.get("run_type", "iteration") != "iteration":
+                    # Runs with --benchmark_repetitions: the median stands
+                    # for the benchmark.
+                    if entry.get("aggregate_name") == "median":
+                        medians[entry["run_name"]] = entry
                     continue
                 if entry.get("error_occurred"):
                     skipped[entry["name"]] = entry.get("error_message", "")
                     continue
                 entries[entry["name"]] = entry
+            entries.update(medians)
         if entries or skipped:
             results[backend_directory.name] = {"entries": entries, "context": context,
                                                "skipped": skipped}
@@ -339,9 +345,19 @@ def save_figure(plt, figure_, title, path):
 def plot_gemv(plt, directory, backend, entries):
     """Sieminski & Lee Fig. 4: time against rows, one line per strategy."""
     # Back-to-back calls (gemv_stream) where the run has them, else fenced
-    # calls (gemv).
+    # calls (gemv); and, where the run has them, GPU time from graph replays
+    # (gemv_graph, CUDA) in figures of their own.
     timing = "gemv_stream" if any(n.startswith("gemv_stream/") for n in entries) else "gemv"
-    timing_words = "back-to-back calls" if timing == "gemv_stream" else "fenced calls"
+    written = plot_gemv_timing(plt, directory, backend, entries, timing)
+    if any(n.startswith("gemv_graph/") for n in entries):
+        written += plot_gemv_timing(plt, directory, backend, entries, "gemv_graph")
+    return written
+
+
+def plot_gemv_timing(plt, directory, backend, entries, timing):
+    timing_words = {"gemv_stream": "back-to-back calls", "gemv": "fenced calls",
+                    "gemv_graph": "GPU time, CUDA-graph replays"}[timing]
+    prefix = "gemv_graph_" if timing == "gemv_graph" else "gemv_"
     pattern = re.compile(
         rf"{timing}/(T|N)/(float|double)/([^/]+)/{backend}/rows:(\d+)/columns:(16|32|64)/")
     series = {}
@@ -370,11 +386,12 @@ def plot_gemv(plt, directory, backend, entries):
                 axis.set_xlabel("rows n")
                 axis.set_ylabel("µs per call")
                 axis.grid(True, which="both", alpha=0.3)
-        axes[0][0].legend(fontsize=8)
+        for row in range(2):
+            axes[row][0].legend(fontsize=8)
         written += save_figure(
             plt, figure_,
             f"gemv, {precision}, {backend}, {timing_words} (after Sieminski & Lee Fig. 4)",
-            directory / f"gemv_time_vs_rows_{precision}_{backend}.png")
+            directory / f"{prefix}time_vs_rows_{precision}_{backend}.png")
     return written
 
 
