@@ -20,8 +20,9 @@
 //                    replay takes the host out and leaves the GPU's time for
 //                    the kernels, which is what the strategies differ in.
 //
-// Names: gemv[_stream]/<N|T>/<float|double>/<strategy>/<backend>/rows:R/columns:C;
-// gemv_tuning/... adds /rows_per_team:M (GemvOptions::rows_per_team).
+// Names: gemv[_stream|_graph]/<N|T>/<float|double>/<strategy>/<backend>/rows:R/columns:C;
+// gemv_tuning/... (graph replays on CUDA, back to back elsewhere) adds
+// /rows_per_team:M (GemvOptions::rows_per_team).
 #include <kpl/execution_spaces.hpp>
 #include <kpl/gemv.hpp>
 
