@@ -158,6 +158,20 @@ void register_for() {
       }
     }
   }
+  // What the KKT check after the solve costs: the default configuration
+  // with and without it, back to back.
+  for (const bool checked : {true, false}) {
+    kpl::NnlsOptions options;
+    options.skip_kkt_check = !checked;
+    auto* check = benchmark::RegisterBenchmark(
+        (std::string("nnls_kkt_check/gauss512") + suffix + (checked ? "/checked/" : "/unchecked/") +
+         Space::name())
+            .c_str(),
+        [options](benchmark::State& state) {
+          nnls_batch<Space, T>(state, Matrix::shifted_gaussians, options);
+        });
+    check->ArgName("systems")->UseRealTime()->Unit(benchmark::kMillisecond)->Arg(192);
+  }
   if (!host && sizeof(T) == 8) {
     // GPU threads per team (x 32 lanes): one system per team, 192 teams.
     auto* threads = benchmark::RegisterBenchmark(

@@ -6,6 +6,7 @@
 // caps), non-finite input, the passive-set cap, the QR update/downdate
 // against a fresh QR of the same passive set, and the errors.
 #include "execution_space_test.hpp"
+#include "kkt_reference.hpp"
 
 #include <kpl/hdf5_io.hpp>
 #include <kpl/nnls.hpp>
@@ -16,6 +17,8 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -147,9 +150,31 @@ struct Solved {
   std::vector<double> residual_norm;
   std::vector<int> iterations;
   std::vector<int> status;
+  std::vector<double> kkt_residual;
 };
 
 enum class AStorage { shared_left, shared_right, per_system_right };
+
+// Every system reported converged satisfies the KKT conditions, checked on
+// the host from the data the solver saw (rounded to T), and the device's own
+// check says the same.
+template <class T>
+void expect_verified_kkt(const std::vector<Matrix>& matrices, const Matrix& b, const Solved& solved,
+                         const NnlsOptions& options) {
+  const std::int64_t m = matrices.front().rows, n = matrices.front().columns;
+  const double tolerance =
+      options.kkt_tolerance >= 0 ? options.kkt_tolerance : kpl::testing::kkt_tolerance<T>(m, n);
+  for (std::int64_t s = 0; s < b.rows; ++s) {
+    if (solved.status[s] != int(NnlsStatus::converged)) continue;
+    const Matrix& a = matrices[matrices.size() == 1 ? 0 : s];
+    const double host = kpl::testing::kkt_residual(
+        m, n, [&](std::int64_t i, std::int64_t j) { return double(T(a(i, j))); },
+        [&](std::int64_t i) { return double(T(b(s, i))); },
+        [&](std::int64_t j) { return solved.x(s, j); });
+    EXPECT_LE(host, tolerance) << "system " << s << " reported converged";
+    EXPECT_LE(solved.kkt_residual[s], tolerance) << "system " << s;
+  }
+}
 
 // Solves b's rows with A (shared) or with As (one per system) on Space in T.
 template <class Space, class T>
@@ -196,12 +221,15 @@ Solved solve(const std::vector<Matrix>& matrices, const Matrix& b, const NnlsOpt
   const auto iterations =
       Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.iterations);
   const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.status);
+  const auto kkt = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.kkt_residual);
   for (std::int64_t s = 0; s < systems; ++s) {
     for (std::int64_t j = 0; j < n; ++j) solved.x(s, j) = x(s, j);
     solved.residual_norm.push_back(residual(s));
     solved.iterations.push_back(iterations(s));
     solved.status.push_back(status(s));
+    solved.kkt_residual.push_back(kkt(s));
   }
+  expect_verified_kkt<T>(matrices, b, solved, options);
   return solved;
 }
 
@@ -573,6 +601,164 @@ void check_empty_systems() {
   EXPECT_TRUE(no_systems.status.empty());
 }
 KPL_EXECUTION_SPACE_TEST(Nnls, EmptySystems) { check_empty_systems<TypeParam>(); }
+
+// ------------------------------------------------- units do not matter
+// A x 10^i and b x 10^j across the whole range each precision holds without
+// overflow in A^2, A b and b^2 (10^+-15 in float, 10^+-150 in double): x
+// scales by 10^(j - i), to the rounding of the scaled inputs, and every
+// system keeps its status.
+template <class T>
+constexpr int scale_exponent_range() {
+  return std::is_same_v<T, float> ? 15 : 150;
+}
+
+Matrix scaled(const Matrix& matrix, int exponent) {
+  Matrix result = matrix;
+  for (auto& value : result.values) value = double((long double)value * std::pow(10.0L, exponent));
+  return result;
+}
+
+// Shifted Gaussians (the seed's deconvolution matrices, narrower) and
+// b = A x_true + noise with a few returns.
+void gaussian_pulse_system(std::int64_t m, double sigma, std::int64_t systems,
+                           std::mt19937_64& generator, Matrix& a, Matrix& b) {
+  a = make_matrix(m, m);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < m; ++j) {
+      const double d = double(i - j) / sigma;
+      a(i, j) = std::exp(-0.5 * d * d);
+    }
+  b = make_matrix(systems, m);
+  std::uniform_int_distribution<std::int64_t> position(0, m - 1);
+  std::uniform_real_distribution<double> amplitude(0.2, 1.0);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  for (std::int64_t s = 0; s < systems; ++s) {
+    std::vector<double> x(std::size_t(m), 0.0);
+    for (int r = 0; r < 3; ++r) x[position(generator)] += amplitude(generator);
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < m; ++j) b(s, i) += a(i, j) * x[j];
+      b(s, i) += noise(generator);
+    }
+  }
+}
+
+double relative_difference(const Matrix& x, const Matrix& reference, std::int64_t s,
+                           double factor) {
+  double difference = 0, size = 0;
+  for (std::int64_t j = 0; j < x.columns; ++j) {
+    difference = std::max(difference, std::abs(x(s, j) * factor - reference(s, j)));
+    size = std::max(size, std::abs(reference(s, j)));
+  }
+  return size > 0 ? difference / size : difference;
+}
+
+template <class Space, class T>
+void check_units_drop_out(const Matrix& a, const Matrix& b, AStorage storage,
+                          kpl::NnlsGradient gradient) {
+  NnlsOptions options;
+  options.gradient = gradient;
+  const std::vector<Matrix> per_system(std::size_t(b.rows), a);
+  const auto matrices = [&](const std::vector<Matrix>& each) {
+    return storage == AStorage::per_system_right ? each : std::vector<Matrix>{each.front()};
+  };
+  const auto reference = solve<Space, T>(matrices(per_system), b, options, storage);
+  const double tolerance = std::is_same_v<T, float> ? 1e-4 : 1e-9;
+  const int range = scale_exponent_range<T>();
+  for (const int i : {-range, -range / 2, -1, 0, 7, range / 2, range}) {
+    for (const int j : {-range, -range / 2, 0, 3, range / 2, range}) {
+      SCOPED_TRACE("A x 1e" + std::to_string(i) + ", b x 1e" + std::to_string(j));
+      const std::vector<Matrix> a_scaled(std::size_t(b.rows), scaled(a, i));
+      const auto solved = solve<Space, T>(matrices(a_scaled), scaled(b, j), options, storage);
+      for (std::int64_t s = 0; s < b.rows; ++s) {
+        EXPECT_EQ(solved.status[s], reference.status[s]) << "system " << s;
+        EXPECT_LE(relative_difference(solved.x, reference.x, s, std::pow(10.0, double(i - j))),
+                  tolerance)
+            << "system " << s;
+        EXPECT_NEAR(solved.residual_norm[s] * std::pow(10.0, double(-j)),
+                    reference.residual_norm[s],
+                    tolerance * std::max(1.0, double(reference.residual_norm[s])))
+            << "system " << s;
+      }
+    }
+  }
+}
+
+template <class Space, class T>
+void check_scale_invariance() {
+  std::mt19937_64 generator(2026);
+  const Matrix random_a = random_matrix(40, 24, generator);
+  const Matrix random_b = random_matrix(4, 40, generator);
+  Matrix pulse_a, pulse_b;
+  gaussian_pulse_system(48, 1.5, 4, generator, pulse_a, pulse_b);
+  for (const auto& [name, a, b] : {std::tuple{"random", random_a, random_b},
+                                   std::tuple{"Gaussian pulses", pulse_a, pulse_b}}) {
+    SCOPED_TRACE(name);
+    check_units_drop_out<Space, T>(a, b, AStorage::shared_left, kpl::NnlsGradient::from_residual);
+    check_units_drop_out<Space, T>(a, b, AStorage::shared_right,
+                                   kpl::NnlsGradient::from_cross_products);
+    check_units_drop_out<Space, T>(a, b, AStorage::per_system_right, kpl::NnlsGradient::automatic);
+  }
+}
+KPL_EXECUTION_SPACE_TEST(Nnls, UnitsDoNotMatterDouble) {
+  check_scale_invariance<TypeParam, double>();
+}
+KPL_EXECUTION_SPACE_TEST(Nnls, UnitsDoNotMatterFloat) {
+  check_scale_invariance<TypeParam, float>();
+}
+
+// ---------------------------------------------------- statuses that say why
+template <class Space>
+void check_honest_statuses() {
+  // a1 = e1 and a2 = e2 enter (b = e1 + 0.1 e2 + 0.01 e3); a3 = (e1 + e2 +
+  // 1e-14 e3) / sqrt(2) is then in their span to within its R diagonal
+  // (below the dependence threshold 10 eps m), yet its gradient per unit
+  // norm (7e-17) is above a tolerance of 1e-18. Every violator rejected:
+  // dependent_columns, with x the feasible iterate (1, 0.1, 0).
+  Matrix a = make_matrix(6, 3), b = make_matrix(1, 6);
+  a(0, 0) = 1.0;
+  a(1, 1) = 1.0;
+  a(0, 2) = a(1, 2) = std::sqrt(0.5);
+  a(2, 2) = 1e-14 * std::sqrt(0.5);
+  b(0, 0) = 1.0;
+  b(0, 1) = 0.1;
+  b(0, 2) = 0.01;
+  NnlsOptions strict;
+  strict.tolerance = 1e-18;
+  strict.kkt_tolerance = 1e-18;
+  const auto dependent = solve<Space, double>({a}, b, strict);
+  EXPECT_EQ(dependent.status[0], int(NnlsStatus::dependent_columns));
+  EXPECT_NEAR(dependent.kkt_residual[0], 1e-16 * std::sqrt(0.5) / std::sqrt(1.0101), 1e-18);
+  EXPECT_EQ(dependent.x(0, 0), 1.0);
+  EXPECT_NEAR(dependent.x(0, 1), 0.1, 1e-16);
+  EXPECT_EQ(dependent.x(0, 2), 0.0);
+
+  // A tolerance that stops the method early: the check after the solve finds
+  // zero-set gradients above the KKT tolerance and says so.
+  std::mt19937_64 generator(5);
+  const Matrix random_a = random_matrix(30, 20, generator);
+  const Matrix random_b = random_matrix(3, 30, generator);
+  NnlsOptions loose;
+  loose.tolerance = 0.3;
+  const auto early = solve<Space, double>({random_a}, random_b, loose);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(early.status[s], int(NnlsStatus::kkt_not_met)) << "system " << s;
+    EXPECT_GT(early.kkt_residual[s], kpl::testing::kkt_tolerance<double>(30, 20));
+    EXPECT_LE(early.kkt_residual[s], 0.3 * (1 + 1e-12));
+    for (std::int64_t j = 0; j < 20; ++j) EXPECT_GE(early.x(s, j), 0.0);
+  }
+  // The same systems solved through: converged, and the device's residual
+  // agrees with the host's.
+  const auto full = solve<Space, double>({random_a}, random_b);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(full.status[s], int(NnlsStatus::converged));
+    const double host = kpl::testing::kkt_residual(
+        30, 20, [&](std::int64_t i, std::int64_t j) { return random_a(i, j); },
+        [&](std::int64_t i) { return random_b(s, i); },
+        [&](std::int64_t j) { return full.x(s, j); });
+    EXPECT_NEAR(full.kkt_residual[s], host, 1e-14);
+  }
+}
+KPL_EXECUTION_SPACE_TEST(Nnls, StatusesSayWhyNotConverged) { check_honest_statuses<TypeParam>(); }
 
 // ------------------------------------------- QR update and downdate alone
 // Runs a sequence of appends (column index >= 0) and removals (-(position +

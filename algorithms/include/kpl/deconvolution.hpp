@@ -195,6 +195,7 @@ void deconvolve(
       nnls_columns(space, retry_columns, m, m, retry_waveforms, retry, nnls_options, &used);
       const auto x = solution.x;
       const auto residual_norm = solution.residual_norm;
+      const auto kkt_residual = solution.kkt_residual;
       const auto iterations = solution.iterations;
       const auto status_device = solution.status;
       const auto column_changes = solution.column_changes;
@@ -204,6 +205,7 @@ void deconvolve(
             const int w = indices(r);
             for (std::int64_t j = 0; j < m; ++j) x(w, j) = retry.x(r, j);
             residual_norm(w) = retry.residual_norm(r);
+            kkt_residual(w) = retry.kkt_residual(r);
             iterations(w) += retry.iterations(r);
             status_device(w) = retry.status(r);
             column_changes(w, 0) += retry.column_changes(r, 0);
@@ -224,7 +226,7 @@ struct DeconvolutionSummary {
   std::int64_t waveforms = 0;
   std::int64_t chunks = 0;
   std::int64_t waveforms_per_chunk = 0;
-  std::int64_t status_counts[4] = {0, 0, 0, 0};  // by NnlsStatus
+  std::int64_t status_counts[nnls_status_count] = {};  // by NnlsStatus
   double seconds = 0;
 };
 

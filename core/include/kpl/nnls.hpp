@@ -18,13 +18,23 @@
 // solver's dot products proportionally cheaper). The deconvolution module
 // builds its Toeplitz columns from the pulse this way.
 //
-// Termination, per system: converged when no zero-set column has gradient
-// w_j > tolerance (default 10 eps ||A||_1 max(m, n), as MATLAB's lsqnonneg);
-// a column whose new R diagonal is below dependence_threshold x its norm is
-// numerically in the span of the passive set and is not taken (the next best
-// is); max_iterations (default 3n, as scipy and lsqnonneg) counts passive
-// least-squares solves. Status numerical_issue marks NaN/Inf input (x = 0,
-// residual NaN) or a breakdown, never a false "converged".
+// Units do not matter: each system is solved as (2^a A) x' = 2^b b with the
+// powers of two that bring max |a_ij| and max |b_i| into [1, 2) — exact, so x
+// scales as b / A down to the last bit — and every tolerance is relative to
+// G_j = ||a_j||_2 ||b||_2, the largest the gradient |w_j| of column j can be
+// (w = A^T (b - A x)); so a column's own units drop out as well:
+// - the zero-set column with the largest w_j / G_j enters while that is
+//   above `tolerance` (default 10 eps max(m, n), eps of the precision
+//   solved in);
+// - an entering column whose new R diagonal is below dependence_threshold x
+//   its norm is numerically in the span of the passive set and is not taken
+//   (the next best is);
+// - max_iterations (default 3n, as scipy and lsqnonneg) counts passive
+//   least-squares solves.
+// After the solve the KKT conditions are checked on the device from the
+// residual: kkt_residual = the largest of w_j / G_j (x_j = 0) and |w_j| / G_j
+// (x_j > 0). `converged` means kkt_residual <= kkt_tolerance; every other
+// status (NnlsStatus) says why not, with x the last feasible iterate.
 #pragma once
 
 #include <kpl/detail/nnls_kernels.hpp>
@@ -60,13 +70,41 @@ enum class NnlsGradient {
 
 struct NnlsOptions {
   int max_iterations = -1;           // < 0: 3 n
-  double tolerance = -1;             // < 0: 10 eps ||A||_1 max(m, n) per system
+  double tolerance = -1;             // relative to G_j; < 0: 10 eps max(m, n)
+  double kkt_tolerance = -1;         // relative to G_j; < 0: nnls_default_kkt_tolerance
   int max_passive = -1;              // < 0: min(m, n); caps memory at m x max_passive per system
   double dependence_threshold = -1;  // < 0: 10 eps max(m, n)
   NnlsOrthogonalization orthogonalization = NnlsOrthogonalization::automatic;
   NnlsGradient gradient = NnlsGradient::automatic;
   int team_threads = 0;  // GPU threads per team (x 32 vector lanes), at most 8; 0: 8
+  // For benchmarks that price the check: skip it (kkt_residual NaN, and a
+  // system the method ends normally is reported kkt_not_met, never converged).
+  bool skip_kkt_check = false;
 };
+
+inline std::string to_string(NnlsOrthogonalization orthogonalization) {
+  switch (orthogonalization) {
+    case NnlsOrthogonalization::modified_gram_schmidt:
+      return "modified-gram-schmidt";
+    case NnlsOrthogonalization::classical_twice:
+      return "classical-twice";
+    case NnlsOrthogonalization::automatic:
+      break;
+  }
+  return "automatic";
+}
+
+inline std::string to_string(NnlsGradient gradient) {
+  switch (gradient) {
+    case NnlsGradient::from_residual:
+      return "residual";
+    case NnlsGradient::from_cross_products:
+      return "cross-products";
+    case NnlsGradient::automatic:
+      break;
+  }
+  return "automatic";
+}
 
 inline std::string to_string(NnlsStatus status) {
   switch (status) {
@@ -78,8 +116,21 @@ inline std::string to_string(NnlsStatus status) {
       return "numerical_issue";
     case NnlsStatus::passive_set_full:
       return "passive_set_full";
+    case NnlsStatus::dependent_columns:
+      return "dependent_columns";
+    case NnlsStatus::kkt_not_met:
+      return "kkt_not_met";
   }
   return "unknown";
+}
+
+// "0 converged, 1 max_iterations, ...": what the status values mean.
+inline std::string nnls_status_legend() {
+  std::string legend;
+  for (int status = 0; status < nnls_status_count; ++status)
+    legend += (status > 0 ? ", " : "") + std::to_string(status) + " " +
+              to_string(static_cast<NnlsStatus>(status));
+  return legend;
 }
 
 // Per-system results, in the execution space's memory.
@@ -88,6 +139,7 @@ struct NnlsSolution {
   using memory_space = typename ExecutionSpace::memory_space;
   Kokkos::View<T**, Kokkos::LayoutRight, memory_space> x;  // [systems, n]
   Kokkos::View<T*, memory_space> residual_norm;            // ||A x - b||
+  Kokkos::View<T*, memory_space> kkt_residual;             // see the header comment
   Kokkos::View<int*, memory_space> iterations;             // passive solves
   Kokkos::View<int*, memory_space> status;                 // NnlsStatus values
   // Per system: columns that entered the passive set (QR updates) and that
@@ -99,6 +151,8 @@ struct NnlsSolution {
       : x(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::x"), systems, columns),
         residual_norm(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::residual_norm"),
                       systems),
+        kkt_residual(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::kkt_residual"),
+                     systems),
         iterations(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::iterations"),
                    systems),
         status(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::status"), systems),
@@ -158,6 +212,13 @@ struct DenseColumns {
   KOKKOS_INLINE_FUNCTION RowRange rows_of(std::int64_t, std::int64_t) const { return {0, rows}; }
 };
 
+// The KKT check's default tolerance (relative to G, see above).
+template <class T>
+double nnls_default_kkt_tolerance(std::int64_t rows, std::int64_t columns) {
+  return 10 * double(std::numeric_limits<T>::epsilon()) *
+         double(std::max<std::int64_t>({rows, columns, 1}));
+}
+
 namespace detail {
 
 template <class T>
@@ -167,8 +228,10 @@ NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::
     throw std::invalid_argument("kpl::nnls: max_iterations must be positive (or < 0 for 3n)");
   if (options.max_passive == 0)
     throw std::invalid_argument("kpl::nnls: max_passive must be positive (or < 0 for min(m, n))");
-  if (!(options.tolerance == options.tolerance))
-    throw std::invalid_argument("kpl::nnls: tolerance is NaN");
+  for (const double value :
+       {options.tolerance, options.kkt_tolerance, options.dependence_threshold})
+    if (!(value == value) || value == std::numeric_limits<double>::infinity())
+      throw std::invalid_argument("kpl::nnls: tolerances must be finite");
   const std::int64_t rank_limit = std::min(rows, columns);
   NnlsParameters<T> parameters{};
   parameters.systems = systems;
@@ -185,8 +248,11 @@ NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::
           : std::min<std::int64_t>(default_iterations, std::numeric_limits<int>::max()));
   const T epsilon = std::numeric_limits<T>::epsilon();
   const T size = T(std::max<std::int64_t>({rows, columns, 1}));
-  parameters.tolerance = options.tolerance >= 0 ? T(options.tolerance) : T(-1);
-  parameters.default_tolerance_factor = T(10) * epsilon * size;
+  parameters.tolerance = options.tolerance >= 0 ? T(options.tolerance) : T(10) * epsilon * size;
+  parameters.check_kkt = !options.skip_kkt_check;
+  parameters.kkt_tolerance = options.kkt_tolerance >= 0
+                                 ? T(options.kkt_tolerance)
+                                 : T(nnls_default_kkt_tolerance<T>(rows, columns));
   parameters.dependence_threshold =
       options.dependence_threshold >= 0 ? T(options.dependence_threshold) : T(10) * epsilon * size;
   parameters.not_a_number = std::numeric_limits<T>::quiet_NaN();
@@ -202,6 +268,24 @@ NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::
 }  // namespace detail
 
 namespace detail {
+
+// max |a_ij| of a rank-2 View, a NaN or Inf counting as infinite.
+template <class ExecutionSpace, class AView>
+typename AView::non_const_value_type max_magnitude(const ExecutionSpace& space, const AView& A) {
+  using T = typename AView::non_const_value_type;
+  T result = T(0);
+  Kokkos::parallel_reduce(
+      "kpl::nnls::max_magnitude",
+      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(
+          space, {0, 0}, {std::int64_t(A.extent(0)), std::int64_t(A.extent(1))}),
+      KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j, T& largest_so_far) {
+        const T value =
+            compat::math::isfinite(A(i, j)) ? compat::math::fabs(A(i, j)) : kpl::largest<T>();
+        if (value > largest_so_far) largest_so_far = value;
+      },
+      Kokkos::Max<T>(result));
+  return result;
+}
 
 template <class ExecutionSpace, class BView>
 void check_nnls_shapes(
@@ -228,7 +312,7 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
                 const NnlsOptions& options,
                 NnlsWorkspace<ExecutionSpace, typename BView::non_const_value_type>* workspace,
                 const typename BView::non_const_value_type* cross_products,
-                std::int64_t cross_products_stride) {
+                std::int64_t cross_products_stride, int cross_products_exponent = 0) {
   using T = typename BView::non_const_value_type;
   static_assert(std::is_floating_point_v<T>, "kpl::nnls solves float or double systems");
   static_assert(BView::rank == 2, "kpl::nnls: b is [systems, rows]");
@@ -249,6 +333,7 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
                                  static_cast<std::int64_t>(solution.x.stride(0)),
                                  static_cast<std::int64_t>(solution.x.stride(1)),
                                  solution.residual_norm.data(),
+                                 solution.kkt_residual.data(),
                                  solution.iterations.data(),
                                  solution.status.data(),
                                  solution.column_changes.data()};
@@ -260,7 +345,8 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
                                                             pointers,
                                                             outputs,
                                                             cross_products,
-                                                            cross_products_stride};
+                                                            cross_products_stride,
+                                                            cross_products_exponent};
   if constexpr (detail::runs_on_host_v<ExecutionSpace>) {
     Kokkos::parallel_for("kpl::nnls::team_per_system",
                          Kokkos::TeamPolicy<ExecutionSpace>(space, systems, 1, 1), functor);
@@ -367,20 +453,34 @@ void nnls(
     const Matrix cross_products(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::cross_products"), columns,
         columns);
-    if constexpr (std::is_same_v<typename AView::array_layout, Kokkos::LayoutLeft>) {
+    // A^T A of A brought to unit scale (max |a_ij| in [1, 2), exactly), so
+    // that it neither over- nor underflows whatever A's units; the kernel
+    // rescales it as it scales A. With a NaN or Inf in A every system
+    // reports it, from the residual path.
+    const T a_max = detail::max_magnitude(space, A);
+    if (!(a_max <= std::numeric_limits<T>::max())) {
+      detail::solve_nnls(space, dense, rows, columns, b, solution, options, workspace, nullptr, 0);
+      return;
+    }
+    const int exponent = detail::unit_scale_exponent(a_max);
+    if (std::is_same_v<typename AView::array_layout, Kokkos::LayoutLeft> && exponent == 0) {
       compat::kokkos_blas_gemm(space, "T", "N", T(1), A, A, T(0), cross_products);
     } else {
-      const Matrix a_left(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::A_left"),
+      const Matrix a_unit(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::A_unit"),
                           rows, columns);
+      const T scale = detail::power_of_two<T>(-exponent);
       Kokkos::parallel_for(
-          "kpl::nnls::copy_to_layout_left",
+          "kpl::nnls::unit_scale_layout_left",
           Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {rows, columns}),
-          KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j) { a_left(i, j) = A(i, j); });
-      compat::kokkos_blas_gemm(space, "T", "N", T(1), a_left, a_left, T(0), cross_products);
+          KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j) {
+            a_unit(i, j) = scale * A(i, j);
+          });
+      compat::kokkos_blas_gemm(space, "T", "N", T(1), a_unit, a_unit, T(0), cross_products);
     }
     // (Kokkos waits for the device before freeing these Views' memory.)
     detail::solve_nnls(space, dense, rows, columns, b, solution, options, workspace,
-                       cross_products.data(), static_cast<std::int64_t>(cross_products.stride(1)));
+                       cross_products.data(), static_cast<std::int64_t>(cross_products.stride(1)),
+                       exponent);
   }
 }
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/detail/power_of_two.hpp>
 #include <kpl/execution_spaces.hpp>
 #include <kpl/reduce.hpp>
 
@@ -29,13 +30,19 @@
 
 namespace kpl {
 
-// Why a system's solve stopped; the value is what `kpl nnls` writes.
+// Why a system's solve stopped; the value is what `kpl nnls` writes. Only
+// `converged` promises a solution: its KKT conditions were checked after the
+// solve (kkt_residual <= kkt_tolerance). Otherwise x is the last feasible
+// iterate (x >= 0, every step of the method taken in full).
 enum class NnlsStatus : int {
-  converged = 0,         // no zero-set gradient above the tolerance: KKT hold
-  max_iterations = 1,    // the iteration cap was reached first
-  numerical_issue = 2,   // NaN/Inf in the input or the solve broke down
-  passive_set_full = 3,  // a column should enter but the passive cap is reached
+  converged = 0,          // KKT verified within the tolerance
+  max_iterations = 1,     // the iteration cap was reached first
+  numerical_issue = 2,    // NaN/Inf in the input (x = 0), or one arose in the solve
+  passive_set_full = 3,   // a column should enter but the passive cap is reached
+  dependent_columns = 4,  // every column violating KKT is numerically dependent on the passive set
+  kkt_not_met = 5,        // the solve ended, but the KKT check from the residual failed
 };
+inline constexpr int nnls_status_count = 6;
 
 // Rows [begin, end) in which a column may be non-zero; sources of banded
 // matrices (Toeplitz deconvolution) return their band so the dot products
@@ -59,9 +66,15 @@ struct NnlsSystemStorage {
   T* candidate;        // the entering column as it is orthogonalised, [rows]
   T* gradient;         // w = A^T (b - A x), [columns]
   T* b_projections;    // A^T b, [columns] (kept only when w comes from A^T A)
+  T* inverse_norms;    // 1 / ||a_j||_2 (0 for a zero column), [columns]
   T* triangle;         // a 32 x 32 diagonal block of R in team scratch, or nullptr
   int* passive;        // passive[p]: the column at position p of P-hat
   int* position;       // position[j]: j's place in P-hat, or not_passive / rejected
+  // The system is solved as (a_scale A) x' = b_scale b (powers of two):
+  // every entry the solver reads is multiplied as it is loaded.
+  T a_scale;
+  T b_scale;
+  T cross_scale;  // what the cross products are multiplied by, (a_scale 2^e)^2
 };
 
 template <class T>
@@ -71,11 +84,12 @@ struct NnlsParameters {
   std::int64_t columns;
   int max_passive;
   int max_iterations;
-  T tolerance;                    // < 0: default_tolerance_factor x ||A||_1, per system
-  T default_tolerance_factor;     // 10 eps max(m, n), as MATLAB's lsqnonneg
+  T tolerance;                    // a zero-set w_j counts while above this x ||a_j|| ||b||
+  T kkt_tolerance;                // the check after the solve, in the same units
   T not_a_number;                 // host-made: numeric_limits is not callable on devices
   T dependence_threshold;         // reject a column whose new R diagonal is below this x its norm
   bool modified_gram_schmidt;     // false: classical Gram-Schmidt applied twice
+  bool check_kkt;                 // false only in benchmarks (never `converged` then)
   bool passive_capped_by_caller;  // max_passive < min(rows, columns)
   bool vectors_in_scratch;        // residual, candidate, back substitution in team scratch
   bool gradient_in_scratch;       // w too (read by the argmax right after it is written)
@@ -86,6 +100,7 @@ struct NnlsOutputs {
   T* x;  // [systems][columns]
   std::int64_t x_system_stride, x_column_stride;
   T* residual_norm;     // [systems]
+  T* kkt_residual;      // [systems]
   int* iterations;      // [systems]
   int* status;          // [systems]
   int* column_changes;  // [systems][2]: QR updates (columns entered), downdates (left)
@@ -101,7 +116,7 @@ struct NnlsWorkspacePointers {
   KOKKOS_INLINE_FUNCTION static std::int64_t values_needed(std::int64_t rows, std::int64_t columns,
                                                            std::int64_t max_passive) {
     return max_passive * rows + max_passive * max_passive + 3 * max_passive + 2 * rows +
-           2 * columns;
+           3 * columns;
   }
   KOKKOS_INLINE_FUNCTION static std::int64_t indices_needed(std::int64_t columns,
                                                             std::int64_t max_passive) {
@@ -130,9 +145,14 @@ struct NnlsWorkspacePointers {
     storage.gradient = v;
     v += columns;
     storage.b_projections = v;
+    v += columns;
+    storage.inverse_norms = v;
     storage.triangle = nullptr;
     storage.passive = i;
     storage.position = i + max_passive;
+    storage.a_scale = T(1);
+    storage.b_scale = T(1);
+    storage.cross_scale = T(1);
     return storage;
   }
 };
@@ -197,6 +217,7 @@ struct NnlsTeamSolve {
   // shared and the gradient comes from cross products; nullptr otherwise.
   const T* cross_products = nullptr;
   std::int64_t cross_products_stride = 0;
+  int cross_products_exponent = 0;  // cross_products = 2^(-2 e) A^T A
 
   // ---------------------------------------------------------- team helpers
   template <class Element>
@@ -296,15 +317,16 @@ struct NnlsTeamSolve {
     member.team_barrier();
   }
 
-  // r = b - A x over the passive columns.
+  // r = b - A x over the passive columns (scaled as s says).
   KOKKOS_INLINE_FUNCTION void compute_residual(const Member& member, std::int64_t system,
                                                const NnlsSystemStorage<T>& s, const T* x,
                                                int passive_count) const {
     const T* b_system = b + system * b_system_stride;
     subtract_passive_product(
-        member, parameters.rows, [&](std::int64_t i) { return b_system[i * b_row_stride]; },
-        [&](std::int64_t i, int j) { return columns(system, i, j); }, s, x, passive_count,
-        s.residual);
+        member, parameters.rows,
+        [&](std::int64_t i) { return s.b_scale * b_system[i * b_row_stride]; },
+        [&](std::int64_t i, int j) { return s.a_scale * columns(system, i, j); }, s, x,
+        passive_count, s.residual);
   }
 
   // The gradient after x changed. From the residual, every column of A is
@@ -321,16 +343,42 @@ struct NnlsTeamSolve {
       return;
     }
     const std::int64_t stride = cross_products_stride;
+    const T cross_scale = s.cross_scale;
     subtract_passive_product(
         member, parameters.columns, [&](std::int64_t j) { return s.b_projections[j]; },
-        [&](std::int64_t j, int column) { return cross_products[column * stride + j]; }, s, x,
-        passive_count, s.gradient);
+        [&](std::int64_t j, int column) {
+          return cross_scale * cross_products[column * stride + j];
+        },
+        s, x, passive_count, s.gradient);
   }
 
-  // w_j = a_j^T r for every column not in the passive set.
+  // w_j = a_j^T r for every column (the passive ones' too: 0 in exact
+  // arithmetic, read only by the KKT check).
   KOKKOS_INLINE_FUNCTION void compute_gradient(const Member& member, std::int64_t system,
                                                const NnlsSystemStorage<T>& s) const {
     const std::int64_t n = parameters.columns;
+    if constexpr (runs_on_host_v<ExecutionSpace>) {
+      // A CPU team is one thread: a plain dot product per column, four
+      // independent partial sums, no reduction machinery per element.
+      Kokkos::single(Kokkos::PerTeam(member), [&] {
+        for (std::int64_t j = 0; j < n; ++j) {
+          const RowRange range = columns.rows_of(system, j);
+          Accumulator sum[4] = {0, 0, 0, 0};
+          std::int64_t i = range.begin;
+          // (a_scale applied per entry: raw entries near the type's largest
+          // would overflow in a_ij r_i.)
+          for (; i + 3 < range.end; i += 4)
+            for (int u = 0; u < 4; ++u)
+              sum[u] += Accumulator(s.a_scale * columns(system, i + u, j)) *
+                        Accumulator(s.residual[i + u]);
+          for (; i < range.end; ++i)
+            sum[0] += Accumulator(s.a_scale * columns(system, i, j)) * Accumulator(s.residual[i]);
+          s.gradient[j] = T((sum[0] + sum[1]) + (sum[2] + sum[3]));
+        }
+      });
+      member.team_barrier();
+      return;
+    }
     const std::int64_t groups = (n + columns_per_group - 1) / columns_per_group;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, groups), [&](std::int64_t group) {
       const std::int64_t first = group * columns_per_group;
@@ -349,7 +397,8 @@ struct NnlsTeamSolve {
           member, int(range.end - range.begin),
           [&](int offset, T* values) {
             for (int c = 0; c < columns_per_group; ++c)
-              values[c] = columns(system, range.begin + offset, first + (c < count ? c : 0));
+              values[c] =
+                  s.a_scale * columns(system, range.begin + offset, first + (c < count ? c : 0));
           },
           [&](int offset) { return s.residual[range.begin + offset]; });
       Kokkos::single(Kokkos::PerThread(member), [&] {
@@ -374,7 +423,7 @@ struct NnlsTeamSolve {
     // The candidate (a_j, zero outside its band) and its norm in one pass.
     const RowRange range = columns.rows_of(system, j);
     const T column_norm = T(compat::math::sqrt(team_sum(member, m, [&](std::int64_t i) {
-      const T value = i >= range.begin && i < range.end ? columns(system, i, j) : T(0);
+      const T value = i >= range.begin && i < range.end ? s.a_scale * columns(system, i, j) : T(0);
       s.candidate[i] = value;
       return value * value;
     })));
@@ -440,7 +489,7 @@ struct NnlsTeamSolve {
     const auto sums = team_combine(member, m, GroupSumsOp<Accumulator>{}, [&](std::int64_t i) {
       const Accumulator value = s.candidate[i];
       return GroupSums<Accumulator>{
-          {value * value, value * Accumulator(b_system[i * b_row_stride]), 0, 0}};
+          {value * value, value * Accumulator(s.b_scale * b_system[i * b_row_stride]), 0, 0}};
     });
     const T diagonal = T(compat::math::sqrt(sums.value[0]));
     const T independence = column_norm > T(0) ? diagonal / column_norm : T(0);
@@ -657,11 +706,331 @@ struct NnlsTeamSolve {
     }
   }
 
+  // ------------------------------------------------- the system's scale
+  // Per system, A and b are multiplied by powers of two that bring their
+  // largest magnitudes into [1, 2) (detail/power_of_two.hpp): exact, so the
+  // solve takes the same steps whatever units the data came in. Gradients
+  // are judged per unit column norm, w_j / ||a_j||, which makes the method
+  // that of A with normalised columns (x_j >= 0 is invariant under positive
+  // column scaling): each column's units drop out too.
+  struct SystemScale {
+    int a_exponent = 0;  // a_scale = 2^-a_exponent
+    int b_exponent = 0;  // b_scale = 2^-b_exponent
+    T b_norm = 0;        // ||b_scale b||_2
+    bool finite = true;  // no NaN or Inf in A or b
+  };
+
+  // |value|, with NaN and Inf counted as infinite.
+  KOKKOS_INLINE_FUNCTION static T magnitude(T value) {
+    return compat::math::isfinite(value) ? compat::math::fabs(value) : largest<T>();
+  }
+
+  // max over every column j of per_column(j, band of j); one thread per
+  // column, whose vector lanes per_column may use. 0 without columns.
+  template <class PerColumn>
+  KOKKOS_INLINE_FUNCTION T max_over_columns(const Member& member, std::int64_t system,
+                                            const PerColumn& per_column) const {
+    const Max<T> op;
+    T result = op.identity();
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, parameters.columns),
+        [&](std::int64_t j, T& partial) {
+          const RowRange range = columns.rows_of(system, j);
+          const std::int64_t length = range.end > range.begin ? range.end - range.begin : 0;
+          op.combine(partial, per_column(j, range.begin, length));
+        },
+        detail::OpReducer<Max<T>>(op, result));
+    return result > T(0) ? result : T(0);
+  }
+
+  // Sets s.a_scale, s.b_scale and s.inverse_norms and returns the rest.
+  KOKKOS_INLINE_FUNCTION SystemScale measure_system(const Member& member, std::int64_t system,
+                                                    NnlsSystemStorage<T>& s) const {
+    const T* b_system = b + system * b_system_stride;
+    SystemScale scale;
+    const T a_max = max_over_columns(
+        member, system, [&](std::int64_t j, std::int64_t begin, std::int64_t length) {
+          return vector_reduce(member, int(length), Max<T>{}, [&](int offset) {
+            return magnitude(columns(system, begin + offset, j));
+          });
+        });
+    const T b_max = team_combine(member, parameters.rows, Max<T>{}, [&](std::int64_t i) {
+      return magnitude(b_system[i * b_row_stride]);
+    });
+    // (Without rows the team's Max is its identity, -infinity.)
+    scale.finite = compat::math::isfinite(a_max) && b_max < largest<T>();
+    if (!scale.finite) return scale;
+    scale.a_exponent = unit_scale_exponent(a_max);
+    scale.b_exponent = unit_scale_exponent(b_max > T(0) ? b_max : T(0));
+    s.a_scale = power_of_two<T>(-scale.a_exponent);
+    s.b_scale = power_of_two<T>(-scale.b_exponent);
+    // 1 for a shared A: its cross products were formed at this same scale.
+    s.cross_scale = power_of_two<T>(2 * (cross_products_exponent - scale.a_exponent));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, parameters.columns), [&](std::int64_t j) {
+      const RowRange range = columns.rows_of(system, j);
+      Accumulator sum = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(member, range.end > range.begin ? range.end - range.begin : 0),
+          [&](std::int64_t offset, Accumulator& partial) {
+            const Accumulator value = s.a_scale * columns(system, range.begin + offset, j);
+            partial += value * value;
+          },
+          sum);
+      Kokkos::single(Kokkos::PerThread(member),
+                     [&] { s.inverse_norms[j] = sum > 0 ? T(1 / compat::math::sqrt(sum)) : T(0); });
+    });
+    member.team_barrier();
+    scale.b_norm = T(compat::math::sqrt(team_sum(member, parameters.rows, [&](std::int64_t i) {
+      const Accumulator value = s.b_scale * b_system[i * b_row_stride];
+      return value * value;
+    })));
+    return scale;
+  }
+
+  // --------------------------------------- the active-set method (Alg. 1)
+  // Where one system's solve stands.
+  struct Progress {
+    int status = static_cast<int>(NnlsStatus::converged);
+    int iterations = 0;  // passive least-squares solves
+    int passive = 0;     // k, the size of P-hat
+    int updates = 0;     // columns that entered (QR updates)
+    int downdates = 0;   // columns that left (Givens downdates)
+    KOKKOS_INLINE_FUNCTION void stopped(NnlsStatus why) { status = static_cast<int>(why); }
+  };
+
+  KOKKOS_INLINE_FUNCTION static T& x_at(T* x, std::int64_t j, std::int64_t stride) {
+    return x[j * stride];
+  }
+
+  // Marks column j as not to be taken until the passive set next grows.
+  KOKKOS_INLINE_FUNCTION void reject(const Member& member, const NnlsSystemStorage<T>& s,
+                                     int j) const {
+    Kokkos::single(Kokkos::PerTeam(member), [&] { s.position[j] = rejected; });
+    member.team_barrier();
+  }
+
+  // Step 1: the zero-set column with the largest gradient per unit norm,
+  // w_j / ||a_j|| (index -1: none).
+  KOKKOS_INLINE_FUNCTION ValueIndex<T> choose_entering(const Member& member,
+                                                       const NnlsSystemStorage<T>& s) const {
+    return team_combine(member, parameters.columns, ArgMax<T>{}, [&](std::int64_t j) {
+      return ValueIndex<T>{s.gradient[j] * s.inverse_norms[j],
+                           s.position[j] == not_passive ? j : -1};
+    });
+  }
+
+  // Why no column enters: KKT hold, unless a violating column was rejected
+  // as dependent on the passive set or the gradient is not finite.
+  KOKKOS_INLINE_FUNCTION NnlsStatus status_without_entering(const Member& member,
+                                                            const NnlsSystemStorage<T>& s,
+                                                            const ValueIndex<T>& candidate,
+                                                            T tolerance) const {
+    if (candidate.index >= 0 && !compat::math::isfinite(candidate.value))
+      return NnlsStatus::numerical_issue;
+    const Accumulator rejected_violators =
+        team_sum(member, parameters.columns, [&](std::int64_t j) {
+          return s.position[j] == rejected && s.gradient[j] * s.inverse_norms[j] > tolerance ? 1
+                                                                                             : 0;
+        });
+    return rejected_violators > 0 ? NnlsStatus::dependent_columns : NnlsStatus::converged;
+  }
+
+  // Steps 2-3 after column `entering` joined P-hat: passive solves and steps
+  // back towards x until the passive solution is positive. Returns false if
+  // the entering column had to be taken back out (x unchanged).
+  KOKKOS_INLINE_FUNCTION bool solve_until_feasible(const Member& member,
+                                                   const NnlsSystemStorage<T>& s, T* x,
+                                                   int entering, Progress& progress) const {
+    for (bool first = true;; first = false) {
+      ++progress.iterations;
+      const int k = progress.passive;
+      solve_passive(member, s, k);
+      if (!all_finite(member, k, s.solution)) {
+        progress.stopped(NnlsStatus::numerical_issue);  // R broke down: x is the last iterate
+        return true;
+      }
+      if (first && s.passive[k - 1] == entering && !(s.solution[k - 1] > T(0))) {
+        // Lawson–Hanson: the entering column would get a non-positive value
+        // (rounding): take it back out and try the next best.
+        reject(member, s, entering);
+        --progress.passive;
+        ++progress.downdates;
+        return false;
+      }
+      if (step_towards_solution(member, s, x, progress)) {
+        // x = z: a column entered for good, so earlier rejections may no
+        // longer hold.
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parameters.columns),
+                             [&](std::int64_t j) {
+                               if (s.position[j] == rejected) s.position[j] = not_passive;
+                             });
+        member.team_barrier();
+        return true;
+      }
+      if (progress.iterations >= parameters.max_iterations) {
+        progress.stopped(NnlsStatus::max_iterations);
+        return true;
+      }
+      if (progress.passive == 0) return true;
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION bool all_finite(const Member& member, int count, const T* values) const {
+    return team_sum(member, count,
+                    [&](std::int64_t p) { return compat::math::isfinite(values[p]) ? 0 : 1; }) == 0;
+  }
+
+  // Step 3: x moves to the passive solution z if z > 0 (returns true);
+  // otherwise to the first point on the way where a passive x_p reaches 0,
+  // alpha = min over z_p <= 0 of x_p / (x_p - z_p), and every column at or
+  // below zero leaves P-hat (Givens downdates, §3.4).
+  KOKKOS_INLINE_FUNCTION bool step_towards_solution(const Member& member,
+                                                    const NnlsSystemStorage<T>& s, T* x,
+                                                    Progress& progress) const {
+    const std::int64_t stride = outputs.x_column_stride;
+    const int k = progress.passive;
+    const auto limit = team_combine(member, k, ArgMin<T>{}, [&](std::int64_t p) {
+      const T z = s.solution[p];
+      const T current = x_at(x, s.passive[p], stride);
+      return z > T(0) ? ValueIndex<T>{T(0), -1} : ValueIndex<T>{current / (current - z), p};
+    });
+    if (limit.index < 0) {
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k),
+                           [&](int p) { x_at(x, s.passive[p], stride) = s.solution[p]; });
+      member.team_barrier();
+      return true;
+    }
+    const T alpha = limit.value;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k), [&](int p) {
+      T& value = x_at(x, s.passive[p], stride);
+      value = p == limit.index ? T(0) : value + alpha * (s.solution[p] - value);
+    });
+    member.team_barrier();
+    remove_nonpositive_columns(member, s, x, progress);
+    return false;
+  }
+
+  // Columns at or below zero leave, rightmost first so the positions still
+  // to be visited do not shift. Each is found by a team reduction: a scan by
+  // every thread, position by position, waited on two dependent loads per
+  // position.
+  KOKKOS_INLINE_FUNCTION void remove_nonpositive_columns(const Member& member,
+                                                         const NnlsSystemStorage<T>& s, T* x,
+                                                         Progress& progress) const {
+    const std::int64_t stride = outputs.x_column_stride;
+    for (int bound = progress.passive; bound > 0;) {
+      const auto leaving = team_combine(member, bound, ArgMax<T>{}, [&](std::int64_t p) {
+        return x_at(x, s.passive[p], stride) <= T(0) ? ValueIndex<T>{T(p), p}
+                                                     : ValueIndex<T>{T(0), -1};
+      });
+      if (leaving.index < 0) break;
+      const int p = static_cast<int>(leaving.index);
+      Kokkos::single(Kokkos::PerTeam(member), [&] { x_at(x, s.passive[p], stride) = T(0); });
+      remove_column(member, s, p, progress.passive);
+      --progress.passive;
+      ++progress.downdates;
+      bound = p;
+    }
+    member.team_barrier();
+  }
+
+  // Algorithm 1 from x = 0 until KKT hold or a cap or failure stops it.
+  KOKKOS_INLINE_FUNCTION void solve_active_set(const Member& member, std::int64_t system,
+                                               const NnlsSystemStorage<T>& s, T* x, T tolerance,
+                                               Progress& progress) const {
+    // x = 0: r = b and w = A^T b.
+    compute_residual(member, system, s, x, 0);
+    compute_gradient(member, system, s);
+    if (cross_products != nullptr) {
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parameters.columns),
+                           [&](std::int64_t j) { s.b_projections[j] = s.gradient[j]; });
+      member.team_barrier();
+    }
+    while (true) {
+      const auto candidate = choose_entering(member, s);
+      if (candidate.index < 0 || !(candidate.value > tolerance)) {
+        progress.stopped(status_without_entering(member, s, candidate, tolerance));
+        return;
+      }
+      if (progress.iterations >= parameters.max_iterations) {
+        progress.stopped(NnlsStatus::max_iterations);
+        return;
+      }
+      const int entering = static_cast<int>(candidate.index);
+      const int k = progress.passive;
+      if (k >= parameters.max_passive && parameters.passive_capped_by_caller) {
+        progress.stopped(NnlsStatus::passive_set_full);
+        return;
+      }
+      // Reordered-MGS append (Algorithm 2); with k = min(m, n) columns every
+      // further column is dependent.
+      const T independence =
+          k >= parameters.max_passive ? T(0) : append_column(member, system, s, entering, k);
+      if (!(independence > parameters.dependence_threshold)) {
+        reject(member, s, entering);  // numerically in the span of P-hat: the next best
+        continue;
+      }
+      ++progress.passive;
+      ++progress.updates;
+      const bool moved = solve_until_feasible(member, s, x, entering, progress);
+      if (progress.status != static_cast<int>(NnlsStatus::converged)) return;
+      if (moved) update_gradient(member, system, s, x, progress.passive);
+    }
+  }
+
+  // ------------------------------------------- the KKT check after the solve
+  // With w = A^T (b - A x): x >= 0, w_j <= 0 where x_j = 0 and w_j = 0 where
+  // x_j > 0. Returns the largest violation of column j over ||a_j|| ||b||
+  // (the largest |w_j| can be); s.residual must hold b - A x.
+  KOKKOS_INLINE_FUNCTION T kkt_residual(const Member& member, std::int64_t system,
+                                        const NnlsSystemStorage<T>& s, const T* x,
+                                        const SystemScale& scale) const {
+    compute_gradient(member, system, s);
+    const std::int64_t stride = outputs.x_column_stride;
+    const T violation = team_combine(member, parameters.columns, Max<T>{}, [&](std::int64_t j) {
+      const T value = x[j * stride], w = s.gradient[j] * s.inverse_norms[j];
+      const T gradient_violation = value > T(0) ? compat::math::fabs(w) : (w > T(0) ? w : T(0));
+      return value < T(0) ? largest<T>() : magnitude(gradient_violation);
+    });
+    if (!(violation > T(0))) return T(0);
+    return scale.b_norm > T(0) ? violation / scale.b_norm : largest<T>();
+  }
+
+  // Residual, KKT check, x and ||b - A x|| in the caller's units, outputs.
+  KOKKOS_INLINE_FUNCTION void finish(const Member& member, std::int64_t system,
+                                     const NnlsSystemStorage<T>& s, T* x, const SystemScale& scale,
+                                     Progress& progress) const {
+    const std::int64_t n = parameters.columns, stride = outputs.x_column_stride;
+    compute_residual(member, system, s, x, progress.passive);
+    const T residual_norm = T(compat::math::sqrt(team_sum(
+        member, parameters.rows, [&](std::int64_t i) { return s.residual[i] * s.residual[i]; })));
+    T kkt = parameters.not_a_number;
+    if (scale.finite && parameters.check_kkt) kkt = kkt_residual(member, system, s, x, scale);
+    if (progress.status == static_cast<int>(NnlsStatus::converged) &&
+        !(kkt <= parameters.kkt_tolerance))
+      progress.status = static_cast<int>(NnlsStatus::kkt_not_met);
+    // x = (a_scale / b_scale) x', ||b - A x|| = ||r'|| / b_scale.
+    const int x_exponent = scale.b_exponent - scale.a_exponent;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](std::int64_t j) {
+      x_at(x, j, stride) = scale_by_power_of_two(x_at(x, j, stride), x_exponent);
+    });
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      outputs.residual_norm[system] = scale.finite
+                                          ? scale_by_power_of_two(residual_norm, scale.b_exponent)
+                                          : parameters.not_a_number;
+      outputs.kkt_residual[system] = kkt;
+      outputs.iterations[system] = progress.iterations;
+      outputs.status[system] = progress.status;
+      outputs.column_changes[2 * system] = progress.updates;
+      outputs.column_changes[2 * system + 1] = progress.downdates;
+    });
+    member.team_barrier();
+  }
+
   // ------------------------------------------------------------ the solve
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    const std::int64_t system = member.league_rank();
-    const std::int64_t m = parameters.rows;
-    const std::int64_t n = parameters.columns;
+  KOKKOS_INLINE_FUNCTION NnlsSystemStorage<T> system_storage(const Member& member,
+                                                             std::int64_t system) const {
+    const std::int64_t m = parameters.rows, n = parameters.columns;
     NnlsSystemStorage<T> s = workspace.system(system, m, n, parameters.max_passive);
     if (parameters.vectors_in_scratch) {
       // The vectors every step reads back right after another thread wrote
@@ -678,193 +1047,27 @@ struct NnlsTeamSolve {
           Scratch(member.team_scratch(0), back_substitution_block * back_substitution_block).data();
       if (parameters.gradient_in_scratch) s.gradient = Scratch(member.team_scratch(0), n).data();
     }
-    T* x = outputs.x + system * outputs.x_system_stride;
-    const auto x_at = [&](std::int64_t j) -> T& { return x[j * outputs.x_column_stride]; };
+    return s;
+  }
 
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](std::int64_t j) {
-      x_at(j) = T(0);
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t system = member.league_rank();
+    NnlsSystemStorage<T> s = system_storage(member, system);
+    T* x = outputs.x + system * outputs.x_system_stride;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parameters.columns), [&](std::int64_t j) {
+      x_at(x, j, outputs.x_column_stride) = T(0);
       s.position[j] = not_passive;
     });
     member.team_barrier();
-
-    // ||A||_1 (largest column sum of |a_ij|) for the default tolerance, and
-    // a finiteness check of A and b: any NaN or Inf makes a sum non-finite.
-    const T b_norm_squared = T(team_sum(member, m, [&](std::int64_t i) {
-      const T value = b[system * b_system_stride + i * b_row_stride];
-      return value * value;
-    }));
-    T one_norm = T(0);
-    {
-      Max<T> op;
-      T largest_sum = op.identity();
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(member, n),
-          [&](std::int64_t j, T& partial) {
-            const RowRange range = columns.rows_of(system, j);
-            Accumulator sum = 0;
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(member, range.end - range.begin),
-                [&](std::int64_t offset, Accumulator& column_partial) {
-                  column_partial +=
-                      compat::math::fabs(Accumulator(columns(system, range.begin + offset, j)));
-                },
-                sum);
-            // A NaN or Inf anywhere makes the norm infinite (max drops NaN).
-            const T column_sum = compat::math::isfinite(T(sum)) ? T(sum) : largest<T>();
-            if (column_sum > partial) partial = column_sum;
-          },
-          detail::OpReducer<Max<T>>(op, largest_sum));
-      one_norm = n > 0 ? largest_sum : T(0);  // Max's identity is -infinity
-    }
-    const bool finite_input =
-        compat::math::isfinite(b_norm_squared) && compat::math::isfinite(one_norm);
-    const T tolerance = parameters.tolerance >= T(0)
-                            ? parameters.tolerance
-                            : parameters.default_tolerance_factor * one_norm;
-
-    int status = static_cast<int>(NnlsStatus::converged);
-    int iterations = 0;
-    int k = 0;
-    int updates = 0, downdates = 0;
-    if (!finite_input) {
-      status = static_cast<int>(NnlsStatus::numerical_issue);
+    const SystemScale scale = measure_system(member, system, s);
+    Progress progress;
+    if (!scale.finite) {
+      progress.stopped(NnlsStatus::numerical_issue);  // x = 0
     } else {
-      // x = 0: r = b and w = A^T b.
-      compute_residual(member, system, s, x, 0);
-      compute_gradient(member, system, s);
-      if (cross_products != nullptr) {
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n),
-                             [&](std::int64_t j) { s.b_projections[j] = s.gradient[j]; });
-        member.team_barrier();
-      }
-      bool finished = false;
-      while (!finished) {
-        // Step 1 (Algorithm 1): the zero-set column with the largest gradient.
-        const auto candidate = team_combine(member, n, ArgMax<T>{}, [&](std::int64_t j) {
-          return ValueIndex<T>{s.gradient[j], s.position[j] == not_passive ? j : -1};
-        });
-        if (candidate.index < 0 || !(candidate.value > tolerance)) {
-          if (candidate.index >= 0 && !compat::math::isfinite(candidate.value))
-            status = static_cast<int>(NnlsStatus::numerical_issue);
-          break;  // KKT hold (or every violator was rejected as dependent)
-        }
-        if (iterations >= parameters.max_iterations) {
-          status = static_cast<int>(NnlsStatus::max_iterations);
-          break;
-        }
-        const int entering = static_cast<int>(candidate.index);
-        if (k >= parameters.max_passive && parameters.passive_capped_by_caller) {
-          status = static_cast<int>(NnlsStatus::passive_set_full);
-          break;
-        }
-        // With k = min(m, n) columns every further column is dependent.
-        const T independence =
-            k >= parameters.max_passive ? T(0) : append_column(member, system, s, entering, k);
-        if (!(independence > parameters.dependence_threshold)) {
-          // Numerically in the span of the passive set: take the next best.
-          Kokkos::single(Kokkos::PerTeam(member), [&] { s.position[entering] = rejected; });
-          member.team_barrier();
-          continue;
-        }
-        ++k;
-        ++updates;
-        // Steps 2-3: inner loop until the passive solution is positive.
-        bool first = true;
-        bool taken_back = false;
-        while (true) {
-          ++iterations;
-          solve_passive(member, s, k);
-          const T entering_value = s.solution[k - 1];
-          if (first && s.passive[k - 1] == entering && !(entering_value > T(0))) {
-            // Lawson–Hanson: the entering column would get a non-positive
-            // value (rounding): take it back out and try the next best.
-            Kokkos::single(Kokkos::PerTeam(member), [&] { s.position[entering] = rejected; });
-            member.team_barrier();
-            --k;
-            ++downdates;
-            taken_back = true;
-            break;
-          }
-          first = false;
-          // alpha = min over z_p <= 0 of x_p / (x_p - z_p).
-          const auto limit = team_combine(member, k, ArgMin<T>{}, [&](std::int64_t p) {
-            const T z = s.solution[p];
-            const T current = x_at(s.passive[p]);
-            return z > T(0) ? ValueIndex<T>{T(0), -1} : ValueIndex<T>{current / (current - z), p};
-          });
-          if (!compat::math::isfinite(s.solution[0]) ||
-              (limit.index >= 0 && !compat::math::isfinite(limit.value))) {
-            status = static_cast<int>(NnlsStatus::numerical_issue);
-            finished = true;
-            break;
-          }
-          if (limit.index < 0) {
-            Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k),
-                                 [&](int p) { x_at(s.passive[p]) = s.solution[p]; });
-            member.team_barrier();
-            // A column entered for good: earlier rejections may no longer hold.
-            Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](std::int64_t j) {
-              if (s.position[j] == rejected) s.position[j] = not_passive;
-            });
-            member.team_barrier();
-            break;
-          }
-          const T alpha = limit.value;
-          Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k), [&](int p) {
-            T& value = x_at(s.passive[p]);
-            value = p == limit.index ? T(0) : value + alpha * (s.solution[p] - value);
-          });
-          member.team_barrier();
-          // Columns at or below zero leave, rightmost first so the positions
-          // still to be visited do not shift. Each is found by a team
-          // reduction: a scan by every thread, position by position, waited
-          // on two dependent loads per position.
-          for (int bound = k; bound > 0;) {
-            const auto leaving = team_combine(member, bound, ArgMax<T>{}, [&](std::int64_t p) {
-              return x_at(s.passive[p]) <= T(0) ? ValueIndex<T>{T(p), p} : ValueIndex<T>{T(0), -1};
-            });
-            if (leaving.index < 0) break;
-            const int p = static_cast<int>(leaving.index);
-            Kokkos::single(Kokkos::PerTeam(member), [&] { x_at(s.passive[p]) = T(0); });
-            remove_column(member, s, p, k);
-            --k;
-            ++downdates;
-            bound = p;
-          }
-          member.team_barrier();
-          if (iterations >= parameters.max_iterations) {
-            status = static_cast<int>(NnlsStatus::max_iterations);
-            finished = true;
-            break;
-          }
-          if (k == 0) break;
-        }
-        if (finished) break;
-        if (taken_back) continue;  // x did not change
-        update_gradient(member, system, s, x, k);
-      }
+      const T tolerance = parameters.tolerance * scale.b_norm;  // for w_j / ||a_j||
+      solve_active_set(member, system, s, x, tolerance, progress);
     }
-    if (status == static_cast<int>(NnlsStatus::numerical_issue)) {
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](std::int64_t j) {
-        x_at(j) = T(0);
-        s.position[j] = not_passive;
-      });
-      member.team_barrier();
-      k = 0;
-    }
-    compute_residual(member, system, s, x, k);
-    const T residual_norm = T(compat::math::sqrt(
-        team_sum(member, m, [&](std::int64_t i) { return s.residual[i] * s.residual[i]; })));
-    Kokkos::single(Kokkos::PerTeam(member), [&] {
-      outputs.residual_norm[system] =
-          status == static_cast<int>(NnlsStatus::numerical_issue) && !finite_input
-              ? parameters.not_a_number
-              : residual_norm;
-      outputs.iterations[system] = iterations;
-      outputs.status[system] = status;
-      outputs.column_changes[2 * system] = updates;
-      outputs.column_changes[2 * system + 1] = downdates;
-    });
+    finish(member, system, s, x, scale, progress);
   }
 };
 
