@@ -2,10 +2,16 @@
 // automatic error printing switched off (restored afterwards), and every
 // failure becomes an exception whose message names the file and object.
 #include <kpl/hdf5_io.hpp>
+#include <kpl/resources.hpp>
 
 #include <hdf5.h>
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -61,6 +67,24 @@ class Handle {
 };
 
 std::string in_quotes(const std::string& text) { return "'" + text + "'"; }
+
+// What a path names, for messages: "regular file", "directory", ...;
+// "missing" when nothing is there. follow: stat (symbolic links resolved)
+// or lstat.
+std::string file_kind(const std::string& path, bool follow = true) {
+  struct stat information {};
+  if ((follow ? ::stat(path.c_str(), &information) : ::lstat(path.c_str(), &information)) != 0)
+    return errno == ENOENT || errno == ENOTDIR ? "missing" : "path that cannot be examined";
+  const auto mode = information.st_mode;
+  if (S_ISREG(mode)) return "regular file";
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISLNK(mode)) return "symbolic link";
+  if (S_ISFIFO(mode)) return "FIFO";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  return "special file";
+}
 
 // "/A" for "A" and "/A": messages and lookups use absolute names.
 std::string absolute(const std::string& name) {
@@ -120,21 +144,47 @@ hid_t file_type(element_type type) {
   return H5I_INVALID_HID;
 }
 
+// Link access that refuses to follow external links: an input file may name
+// only data it holds itself (an external link could open any file on the
+// machine).
+herr_t refuse_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t,
+                            void*) {
+  return -1;
+}
+hid_t local_links_only() {
+  static const hid_t properties = [] {
+    const hid_t list = H5Pcreate(H5P_LINK_ACCESS);
+    H5Pset_elink_cb(list, refuse_external_link, nullptr);
+    return list;
+  }();
+  return properties;
+}
+
 // True when every link on the way to `name` exists (H5Lexists needs that).
-bool link_exists(hid_t location, const std::string& name) {
+// Throws input_error when one of them is an external link.
+bool link_exists(hid_t location, const std::string& name, const std::string& file_path = {}) {
   const std::string path = absolute(name);
+  if (path == "/") return true;
   std::size_t position = 0;
-  while ((position = path.find('/', position + 1)) != std::string::npos) {
-    if (H5Lexists(location, path.substr(0, position).c_str(), H5P_DEFAULT) <= 0) return false;
+  while (true) {
+    position = path.find('/', position + 1);
+    const std::string prefix = path.substr(0, position);
+    if (H5Lexists(location, prefix.c_str(), local_links_only()) <= 0) return false;
+    H5L_info_t link{};
+    if (H5Lget_info(location, prefix.c_str(), &link, local_links_only()) >= 0 &&
+        link.type != H5L_TYPE_HARD && link.type != H5L_TYPE_SOFT)
+      throw input_error(in_quotes(file_path) + ": " + prefix +
+                        " is an external link to another file; kpl reads only data held in "
+                        "the input file itself");
+    if (position == std::string::npos) return true;
   }
-  return path == "/" || H5Lexists(location, path.c_str(), H5P_DEFAULT) > 0;
 }
 
 // Whether an existing link names a dataset (rather than a group or type).
 // H5Iget_type on the opened object keeps this independent of the H5O_info_t
 // layout, which changed between HDF5 1.10 and 1.12.
 bool is_dataset(hid_t location, const std::string& name) {
-  Handle object(H5Oopen(location, absolute(name).c_str(), H5P_DEFAULT), H5Oclose);
+  Handle object(H5Oopen(location, absolute(name).c_str(), local_links_only()), H5Oclose);
   return object.valid() && H5Iget_type(object.get()) == H5I_DATASET;
 }
 
@@ -186,14 +236,13 @@ bool readable_as(hid_t type, element_type wanted) {
 
 InputFile::InputFile(std::string path) : path_(std::move(path)) {
   QuietErrors quiet;
-  std::error_code error;
-  const auto status = std::filesystem::status(path_, error);
-  if (!std::filesystem::exists(status)) {
-    throw input_error("cannot open " + in_quotes(path_) + ": no such file");
-  }
-  if (std::filesystem::is_directory(status)) {
-    throw input_error("cannot open " + in_quotes(path_) + ": it is a directory");
-  }
+  // Only regular files (symbolic links to them included): opening a FIFO
+  // would wait for a writer, a device could be read forever.
+  const std::string kind = file_kind(path_);
+  if (kind == "missing") throw input_error("cannot open " + in_quotes(path_) + ": no such file");
+  if (kind != "regular file")
+    throw input_error("cannot open " + in_quotes(path_) + ": it is a " + kind +
+                      ", not a regular HDF5 file");
   if (::access(path_.c_str(), R_OK) != 0) {
     throw input_error("cannot open " + in_quotes(path_) + ": " + std::strerror(errno));
   }
@@ -202,7 +251,8 @@ InputFile::InputFile(std::string path) : path_(std::move(path)) {
   }
   file_ = H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file_ < 0) {
-    throw input_error("cannot open " + in_quotes(path_) + ": HDF5 could not read it");
+    throw input_error("cannot open " + in_quotes(path_) +
+                      ": HDF5 could not read it (truncated or damaged?)");
   }
 }
 
@@ -230,19 +280,31 @@ InputFile& InputFile::operator=(InputFile&& other) noexcept {
 
 bool InputFile::has_dataset(const std::string& dataset) const {
   QuietErrors quiet;
-  return link_exists(file_, dataset) && is_dataset(file_, dataset);
+  return link_exists(file_, dataset, path_) && is_dataset(file_, dataset);
 }
 
 std::vector<std::size_t> InputFile::shape(const std::string& dataset) const {
   QuietErrors quiet;
   const std::string name = absolute(dataset);
   const std::string where = in_quotes(path_) + ": dataset " + name;
-  if (!link_exists(file_, name)) {
+  if (!link_exists(file_, name, path_)) {
     throw input_error(in_quotes(path_) + ": dataset " + name + " is missing");
   }
   if (!is_dataset(file_, name)) throw input_error(where + " is not a dataset");
   Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!set.valid()) throw input_error(where + " cannot be opened");
+  // Data stored outside the file (external raw files, virtual datasets that
+  // map other files) is refused: it could read any file on the machine.
+  Handle creation(H5Dget_create_plist(set.get()), H5Pclose);
+  if (!creation.valid()) throw input_error(where + " has unreadable storage properties");
+  if (H5Pget_layout(creation.get()) == H5D_VIRTUAL)
+    throw input_error(where +
+                      " is a virtual dataset (it maps data of other files); kpl reads only data "
+                      "held in the input file itself");
+  if (H5Pget_external_count(creation.get()) != 0)
+    throw input_error(where +
+                      " keeps its data in external raw files; kpl reads only data held in the "
+                      "input file itself");
   Handle space(H5Dget_space(set.get()), H5Sclose);
   const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0) throw input_error(where + " has no readable shape");
@@ -272,11 +334,41 @@ std::vector<std::size_t> InputFile::checked_shape(const std::string& dataset, in
                       element_type_name(type));
   }
   std::size_t count = 1;
-  for (auto extent : extents) count *= extent;
+  for (auto extent : extents) count = extent == 0 ? 0 : count;
   if (count == 0 && !allow_empty) {
     throw input_error(where + " is empty (shape " + shape_text(extents) + ")");
   }
   return extents;
+}
+
+std::int64_t InputFile::bytes(const std::string& dataset, std::size_t element_size) const {
+  const auto extents = shape(dataset);
+  std::int64_t total = std::int64_t(element_size);
+  for (const std::size_t extent : extents) {
+    total = checked_bytes({std::uint64_t(total)}, extent);
+    if (total < 0)
+      throw input_error(in_quotes(path_) + ": dataset " + absolute(dataset) + " of shape " +
+                        shape_text(extents) + " would take more than 2^63 bytes");
+  }
+  return total;
+}
+
+void InputFile::require_memory(const std::string& dataset, const std::vector<std::size_t>& extents,
+                               std::size_t element_size) const {
+  std::int64_t bytes = std::int64_t(element_size);
+  for (const std::size_t extent : extents) {
+    bytes = checked_bytes({std::uint64_t(bytes)}, extent);
+    if (bytes < 0) break;
+  }
+  const std::string where = in_quotes(path_) + ": dataset " + absolute(dataset);
+  if (bytes < 0)
+    throw input_error(where + " of shape " + shape_text(extents) +
+                      " would take more than 2^63 bytes");
+  const std::int64_t available = host_memory_available();
+  if (bytes > available)
+    throw resource_error(where + " of shape " + shape_text(extents) + " needs " +
+                         describe_bytes(bytes) + " of memory to read; " +
+                         describe_bytes(available) + " are available");
 }
 
 void InputFile::read_raw(const std::string& dataset, element_type type, void* data,
@@ -344,7 +436,7 @@ namespace {
 // Opens a file-level object ("/" or a dataset or group path) for attributes.
 Handle open_attribute_owner(hid_t file, const std::string& file_path, const std::string& object) {
   const std::string name = absolute(object);
-  if (!link_exists(file, name)) {
+  if (!link_exists(file, name, file_path)) {
     throw input_error(in_quotes(file_path) + ": object " + name + " is missing");
   }
   Handle owner(H5Oopen(file, name.c_str(), H5P_DEFAULT), H5Oclose);
@@ -393,7 +485,7 @@ T read_single_number(hid_t file, const std::string& file_path, const std::string
 
 bool InputFile::has_attribute(const std::string& object, const std::string& name) const {
   QuietErrors quiet;
-  if (!link_exists(file_, object)) return false;
+  if (!link_exists(file_, object, path_)) return false;
   return H5Aexists_by_name(file_, absolute(object).c_str(), name.c_str(), H5P_DEFAULT) > 0;
 }
 
@@ -475,22 +567,108 @@ void require_matching_extent(const InputFile& file, const std::string& dataset_a
 
 // --------------------------------------------------------------- OutputFile
 
+namespace {
+// The partial files of this process not yet committed, for a signal
+// handler: fixed slots, claimed and released with atomics only.
+constexpr int partial_slots = 64;
+constexpr std::size_t partial_path_capacity = 4096;
+struct PartialSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being written, 2 holds a path
+  char path[partial_path_capacity];
+};
+PartialSlot partial_registry[partial_slots];
+
+int register_partial(const std::string& path) {
+  if (path.size() >= partial_path_capacity) return -1;
+  for (int slot = 0; slot < partial_slots; ++slot) {
+    int expected = 0;
+    if (partial_registry[slot].state.compare_exchange_strong(expected, 1)) {
+      std::memcpy(partial_registry[slot].path, path.c_str(), path.size() + 1);
+      partial_registry[slot].state.store(2);
+      return slot;
+    }
+  }
+  return -1;
+}
+
+void unregister_partial(int slot) {
+  if (slot >= 0) partial_registry[slot].state.store(0);
+}
+
+}  // namespace
+
+std::string directory_of(const std::string& path) {
+  const std::filesystem::path target(path);
+  return target.has_parent_path() ? target.parent_path().string() : std::string(".");
+}
+
+void remove_uncommitted_outputs() noexcept {
+  for (auto& slot : partial_registry)
+    if (slot.state.load() == 2) ::unlink(slot.path);
+}
+
+void require_writable_target(const std::string& output) {
+  const std::string directory = directory_of(output);
+  const std::string directory_kind = file_kind(directory);
+  if (directory_kind == "missing")
+    throw input_error("cannot write " + in_quotes(output) + ": directory " + in_quotes(directory) +
+                      " does not exist");
+  if (directory_kind != "directory")
+    throw input_error("cannot write " + in_quotes(output) + ": " + in_quotes(directory) +
+                      " is not a directory");
+  if (::access(directory.c_str(), W_OK | X_OK) != 0)
+    throw input_error("cannot write " + in_quotes(output) + ": directory " + in_quotes(directory) +
+                      " is not writable (" + std::strerror(errno) + ")");
+  const std::string kind = file_kind(output, /*follow=*/false);
+  if (kind != "missing" && kind != "regular file")
+    throw input_error("cannot write " + in_quotes(output) + ": it is a " + kind +
+                      "; kpl replaces only regular files");
+}
+
+void require_distinct(const std::string& output, const std::vector<std::string>& inputs) {
+  struct stat written {};
+  if (::stat(output.c_str(), &written) != 0) return;  // does not exist yet
+  for (const auto& input : inputs) {
+    struct stat read {};
+    if (::stat(input.c_str(), &read) == 0 && read.st_dev == written.st_dev &&
+        read.st_ino == written.st_ino)
+      throw input_error("cannot write " + in_quotes(output) + ": it is the input " +
+                        in_quotes(input) + (output == input ? "" : " (a link to the same file)") +
+                        "; choose another output");
+  }
+}
+
+std::vector<std::string> remove_stale_partials(const std::string& output) {
+  const std::filesystem::path target(output);
+  const std::string prefix = target.filename().string() + ".partial-";
+  const std::filesystem::path directory(directory_of(output));
+  std::vector<std::string> removed;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+        digits.size() > 9)
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // still running
+    std::error_code ignored;
+    if (entry.is_regular_file(ignored) && std::filesystem::remove(entry.path(), ignored))
+      removed.push_back(entry.path().string());
+  }
+  return removed;
+}
+
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   QuietErrors quiet;
-  namespace fs = std::filesystem;
-  const fs::path target(path_);
-  const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code error;
-  if (!fs::is_directory(directory, error)) {
-    throw input_error("cannot write " + in_quotes(path_) + ": directory " +
-                      in_quotes(directory.string()) + " does not exist");
-  }
-  if (fs::is_directory(target, error)) {
-    throw input_error("cannot write " + in_quotes(path_) + ": it is a directory");
-  }
+  require_writable_target(path_);
   partial_path_ = path_ + ".partial-" + std::to_string(::getpid());
+  registration_ = register_partial(partial_path_);
   file_ = H5Fcreate(partial_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (file_ < 0) {
+    unregister_partial(registration_);
+    registration_ = -1;
     throw input_error("cannot write " + in_quotes(path_) + ": cannot create " +
                       in_quotes(partial_path_) + " (" + std::strerror(errno) + ")");
   }
@@ -506,6 +684,8 @@ void OutputFile::close_and_remove() noexcept {
   file_ = -1;
   std::error_code ignored;
   if (!partial_path_.empty()) std::filesystem::remove(partial_path_, ignored);
+  unregister_partial(registration_);
+  registration_ = -1;
 }
 
 std::int64_t OutputFile::create_raw(const std::string& dataset, element_type type,
@@ -635,12 +815,22 @@ void OutputFile::commit() {
     throw runtime_error("cannot write " + in_quotes(path_) + ": closing the HDF5 file failed");
   }
   file_ = -1;
+  // The target may have changed since the run began: never replace anything
+  // but a regular file.
+  const std::string kind = file_kind(path_, /*follow=*/false);
+  if (kind != "missing" && kind != "regular file") {
+    close_and_remove();
+    throw input_error("cannot write " + in_quotes(path_) + ": it is now a " + kind +
+                      "; kpl replaces only regular files");
+  }
   std::error_code error;
   std::filesystem::rename(partial_path_, path_, error);
   if (error) {
     close_and_remove();
     throw runtime_error("cannot write " + in_quotes(path_) + ": " + error.message());
   }
+  unregister_partial(registration_);
+  registration_ = -1;
   committed_ = true;
 }
 

@@ -58,8 +58,12 @@ struct ReadRequirements {
   bool allow_empty = false;  // accept a dataset with zero elements
 };
 
-// An HDF5 file opened for reading. Opening fails with input_error when the file
-// does not exist, cannot be read or is not an HDF5 file.
+// An HDF5 file opened for reading. Opening fails with input_error when the path
+// is not a regular file (a directory, FIFO or device is refused at once), cannot
+// be read or is not an HDF5 file. Datasets reached through external links, kept
+// in external raw files or virtual (mapping other files) are refused: an input
+// file may name only data it holds. Reads check their byte count before
+// allocating (input_error on overflow, resource_error past the free memory).
 class InputFile {
  public:
   explicit InputFile(std::string path);
@@ -74,6 +78,9 @@ class InputFile {
   bool has_dataset(const std::string& dataset) const;
   // Extents of a dataset, slowest-varying first (as h5py's .shape).
   std::vector<std::size_t> shape(const std::string& dataset) const;
+  // Its size in memory as elements of element_size bytes; input_error when
+  // that overflows (a crafted shape such as 2^61 x 2^61).
+  std::int64_t bytes(const std::string& dataset, std::size_t element_size) const;
 
   // Reads a whole dataset of exactly rank Rank. Integer datasets may be read
   // into floating-point Views and float64 into float32 (the caller asked for
@@ -84,6 +91,7 @@ class InputFile {
     static_assert(Rank >= 1 && Rank <= 3, "kpl::hdf5 reads datasets of rank 1 to 3");
     const auto extents =
         checked_shape(dataset, Rank, element_type_of<T>(), requirements.allow_empty);
+    require_memory(dataset, extents, sizeof(T));
     HostArray<T, Rank> array;
     if constexpr (Rank == 1) {
       array =
@@ -112,6 +120,7 @@ class InputFile {
     auto extents = checked_shape(dataset, Rank, element_type_of<T>(), requirements.allow_empty);
     check_row_range(dataset, first_row, row_count, extents[0]);
     extents[0] = row_count;
+    require_memory(dataset, extents, sizeof(T));
     const auto allocation = Kokkos::view_alloc(Kokkos::WithoutInitializing, dataset);
     HostArray<T, Rank> array;
     if constexpr (Rank == 1) {
@@ -137,6 +146,10 @@ class InputFile {
  private:
   std::vector<std::size_t> checked_shape(const std::string& dataset, int rank, element_type type,
                                          bool allow_empty) const;
+  // Throws input_error when extents x element_size overflows, resource_error
+  // when the host has too little memory for it.
+  void require_memory(const std::string& dataset, const std::vector<std::size_t>& extents,
+                      std::size_t element_size) const;
   void read_raw(const std::string& dataset, element_type type, void* data, std::size_t count) const;
   void read_raw_rows(const std::string& dataset, element_type type, void* data,
                      std::size_t first_row, const std::vector<std::size_t>& extents) const;
@@ -158,9 +171,31 @@ class InputFile {
 void require_matching_extent(const InputFile& file, const std::string& dataset_a, int dimension_a,
                              const std::string& dataset_b, int dimension_b);
 
-// An HDF5 file being written. Everything goes to "<path>.partial-<pid>" in the
+// The directory a path's file is in ("." for a bare name).
+std::string directory_of(const std::string& path);
+
+// Throws input_error unless `output` can be written: absent or a regular file
+// (a symbolic link, directory, device, FIFO or socket is refused: kpl never
+// replaces one), in an existing directory this process may write to.
+void require_writable_target(const std::string& output);
+
+// Throws input_error when `output` is one of `inputs`: the same path, or a
+// symbolic or hard link to the same file.
+void require_distinct(const std::string& output, const std::vector<std::string>& inputs);
+
+// Removes "<output>.partial-<pid>" files whose process no longer runs (left
+// by a run that was killed) and returns their paths.
+std::vector<std::string> remove_stale_partials(const std::string& output);
+
+// Unlinks every partial file of this process that was not committed.
+// Async-signal-safe: for a program's SIGINT/SIGTERM/SIGHUP handler.
+void remove_uncommitted_outputs() noexcept;
+
+// An HDF5 file being written. Its target is checked first
+// (require_writable_target); everything goes to "<path>.partial-<pid>" in the
 // same directory; commit() closes it and renames it to <path>. Destroying an
-// OutputFile that was not committed removes the partial file.
+// OutputFile that was not committed removes the partial file, as does
+// remove_uncommitted_outputs().
 class OutputFile {
  public:
   explicit OutputFile(std::string path);
@@ -268,6 +303,7 @@ class OutputFile {
   std::string path_;
   std::string partial_path_;
   std::int64_t file_ = -1;  // hid_t
+  int registration_ = -1;   // slot in the list remove_uncommitted_outputs() clears
   bool committed_ = false;
 };
 
