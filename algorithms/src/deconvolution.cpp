@@ -3,6 +3,7 @@
 #include <kpl/error.hpp>
 #include <kpl/hdf5_io.hpp>
 #include <kpl/nnls_file.hpp>
+#include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Timer.hpp>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 namespace kpl {
@@ -45,6 +47,43 @@ InputShape check_input(const hdf5::InputFile& input) {
   return shape;
 }
 
+// Memory on the host and the device, and disk for the output, of a run in
+// chunks of `chunk` waveforms, counted before anything is read.
+template <class T>
+ResourceNeeds deconvolution_needs(const InputShape& shape, std::int64_t chunk,
+                                  std::int64_t per_waveform_bytes, const std::string& output_path) {
+  const auto count = [](std::int64_t a, std::int64_t b) {
+    return checked_bytes({std::uint64_t(a), std::uint64_t(b)}, sizeof(T));
+  };
+  const std::int64_t m = shape.samples, L = shape.pulse_length;
+  ResourceNeeds needs;
+  // Per chunk: waveforms and pulses read, x and fit copied back.
+  needs.host_bytes = checked_sum(
+      {count(chunk, m), count(chunk, L), count(chunk, 2 * m), count(chunk, 4), count(1, L)});
+  needs.device_bytes = checked_sum(
+      {checked_bytes({std::uint64_t(chunk)}, std::uint64_t(per_waveform_bytes)), count(1, L)});
+  needs.disk_bytes =
+      checked_sum({count(shape.waveforms, 2 * m + 2),
+                   checked_bytes({std::uint64_t(shape.waveforms)}, 8), std::int64_t(1) << 16});
+  needs.disk_directory = hdf5::directory_of(output_path);
+  return needs;
+}
+
+// Every waveform and pulse finite, checked chunk by chunk before any is
+// solved: a NaN in the last chunk fails the run before it starts, naming
+// the dataset and the first bad index.
+template <class T>
+void require_finite_input(const hdf5::InputFile& input, const InputShape& shape,
+                          std::int64_t chunk) {
+  const hdf5::ReadRequirements finite{true, false};
+  if (!shape.pulse_per_waveform) input.read<T, 1>("/pulse", finite);
+  for (std::int64_t first = 0; first < shape.waveforms; first += chunk) {
+    const std::int64_t count = std::min(chunk, shape.waveforms - first);
+    input.read_rows<T, 2>("/waveforms", first, count, finite);
+    if (shape.pulse_per_waveform) input.read_rows<T, 2>("/pulse", first, count, finite);
+  }
+}
+
 template <class T>
 DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output_path,
                          const DeconvolutionFileOptions& options) {
@@ -55,13 +94,20 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
   const std::int64_t per_waveform_bytes =
       deconvolution_bytes_per_waveform<T>(m, L, shape.pulse_per_waveform, options.deconvolution);
   if (options.memory_budget_bytes < per_waveform_bytes)
-    throw input_error("a memory budget of " + std::to_string(options.memory_budget_bytes) +
-                      " bytes is below what one waveform of " + std::to_string(m) +
-                      " samples needs (" + std::to_string(per_waveform_bytes) + " bytes)");
+    throw std::invalid_argument("--memory-budget: " + std::to_string(options.memory_budget_bytes) +
+                                " bytes is below what one waveform of " + std::to_string(m) +
+                                " samples needs (" + std::to_string(per_waveform_bytes) +
+                                " bytes)");
   DeconvolutionSummary summary;
   summary.waveforms = shape.waveforms;
   summary.waveforms_per_chunk =
       std::min(shape.waveforms, options.memory_budget_bytes / per_waveform_bytes);
+  hdf5::require_distinct(output_path, {input.path()});
+  hdf5::require_writable_target(output_path);
+  require_resources(
+      "kpl deconv on '" + input.path() + "'",
+      deconvolution_needs<T>(shape, summary.waveforms_per_chunk, per_waveform_bytes, output_path));
+  require_finite_input<T>(input, shape, summary.waveforms_per_chunk);
   const hdf5::ReadRequirements finite{true, false};
 
   Kokkos::View<T**, Kokkos::LayoutRight, Memory> shared_pulse;
@@ -80,6 +126,7 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
   output.create_dataset<T>("/rnorm", {W});
   output.create_dataset<std::int32_t>("/iterations", {W});
   output.create_dataset<std::int32_t>("/status", {W});
+  output.create_dataset<T>("/kkt_residual", {W});
 
   const Space space;
   NnlsWorkspace<Space, T> workspace;
@@ -104,11 +151,14 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
     const auto iterations =
         Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.iterations);
     const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.status);
+    const auto kkt_residual =
+        Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.kkt_residual);
     output.write_rows("/x", first, x);
     output.write_rows("/fit", first, fit_host);
     output.write_rows("/rnorm", first, residual_norm);
     output.write_rows("/iterations", first, iterations);
     output.write_rows("/status", first, status);
+    output.write_rows("/kkt_residual", first, kkt_residual);
     for (std::int64_t w = 0; w < count; ++w) ++summary.status_counts[status(w)];
     ++summary.chunks;
   }
@@ -128,7 +178,8 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
 
 DeconvolutionSummary deconvolve_file(const std::string& input_path, const std::string& output_path,
                                      const DeconvolutionFileOptions& options) {
-  if (options.memory_budget_bytes <= 0) throw input_error("the memory budget must be positive");
+  if (options.memory_budget_bytes <= 0)
+    throw std::invalid_argument("--memory-budget: the memory budget must be positive");
   const hdf5::InputFile input(input_path);
   return options.single_precision ? deconvolution_detail::run<float>(input, output_path, options)
                                   : deconvolution_detail::run<double>(input, output_path, options);
@@ -182,11 +233,19 @@ void simulate_deconvolution_file(const DeconvolutionSimulation& simulation,
   WaveformSimulator simulator(simulation);
   const std::int64_t W = simulation.waveforms, m = simulation.samples;
   const std::size_t window = WaveformSimulator::pulse_window;
+  const std::int64_t block = 4096;  // waveforms generated and written at a time
+  ResourceNeeds needs;
+  needs.host_bytes = checked_bytes(
+      {std::uint64_t(std::min(block, W)), std::uint64_t(2 * m + window)}, sizeof(double));
+  needs.disk_bytes =
+      checked_sum({checked_bytes({std::uint64_t(W), std::uint64_t(2 * m + window)}, sizeof(double)),
+                   std::int64_t(1) << 16});
+  needs.disk_directory = hdf5::directory_of(output_path);
+  require_resources("kpl simulate deconv", needs);
   hdf5::OutputFile output(output_path);
   output.create_dataset<double>("/waveforms", {std::size_t(W), std::size_t(m)});
   output.create_dataset<double>("/pulse", {std::size_t(W), window});
   output.create_dataset<double>("/x_true", {std::size_t(W), std::size_t(m)});
-  const std::int64_t block = 4096;  // waveforms generated and written at a time
   for (std::int64_t first = 0; first < W; first += block) {
     const auto simulated = simulator.next(std::min(block, W - first));
     output.write_rows("/waveforms", first, simulated.waveforms);

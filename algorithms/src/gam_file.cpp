@@ -1,11 +1,14 @@
 #include <kpl/config.hpp>
 #include <kpl/gam_file.hpp>
+#include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Timer.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -55,10 +58,34 @@ Kokkos::View<T*, Memory> to_device(const hdf5::HostArray<double, 1>& host) {
 
 std::string penalty_name(int differences) { return differences == 0 ? "ridge" : "pspline"; }
 
+// A fit whose risk or coefficients stopped being finite (a Poisson mean
+// exp(f) past the largest double, say) is refused: no model is written.
+void require_finite_fit(const GamModel& model, const std::vector<double>& cv_risk,
+                        const std::string& input_path) {
+  for (std::size_t m = 0; m < model.risk.size(); ++m)
+    if (!std::isfinite(model.risk[m]))
+      throw input_error(input_path + ": the fit diverged: the training risk is " +
+                        std::to_string(model.risk[m]) + " at iteration " + std::to_string(m) +
+                        " (" + to_string(model.options.family) +
+                        " family); y's scale may overflow the link");
+  for (std::size_t e = 0; e < model.coefficients.size(); ++e)
+    if (!std::isfinite(model.coefficients[e]))
+      throw input_error(input_path + ": the fit diverged: coefficient " +
+                        std::to_string(e % model.options.basis_size) + " of covariate " +
+                        std::to_string(e / model.options.basis_size) + " is not finite");
+  if (!std::isfinite(model.offset))
+    throw input_error(input_path + ": the offset (y's mean on the link scale) is not finite");
+  for (std::size_t e = 0; e < cv_risk.size(); ++e)
+    if (!std::isfinite(cv_risk[e]))
+      throw input_error(input_path +
+                        ": the cross-validation diverged: a fold's out-of-fold risk "
+                        "is not finite");
+}
+
 template <class T>
 GamFitSummary fit_in_precision(const hdf5::HostArray<double, 2>& host_X,
                                const hdf5::HostArray<double, 1>& host_y,
-                               const std::string& input_path, const std::string& output_path,
+                               const std::string& input_path, hdf5::OutputFile& output,
                                const GamFitFileOptions& options) {
   const Space space;
   const auto X = to_device<T>(host_X);
@@ -80,9 +107,9 @@ GamFitSummary fit_in_precision(const hdf5::HostArray<double, 2>& host_X,
       input_path, [&] { return fit_gam(space, X, y, gam, &summary.timings, options.progress); });
   summary.mstop = gam.mstop;
   summary.final_risk = model.risk.back();
+  require_finite_fit(model, cv.risk, input_path);
 
   const std::int64_t p = model.covariates, k = gam.basis_size;
-  hdf5::OutputFile output(output_path);
   hdf5::HostArray<std::int64_t, 1> selected("selected", model.selected.size());
   std::copy(model.selected.begin(), model.selected.end(), selected.data());
   output.write("/selected", selected);
@@ -173,8 +200,16 @@ GamSimulatedData simulate_gam(const GamSimulation& simulation) {
 }
 
 void simulate_gam_file(const GamSimulation& simulation, const std::string& output_path) {
-  const auto data = simulate_gam(simulation);
+  hdf5::require_writable_target(output_path);
+  const std::int64_t bytes = checked_bytes(
+      {std::uint64_t(simulation.observations), std::uint64_t(simulation.covariates) + 1}, 8);
+  ResourceNeeds needs;
+  needs.host_bytes = bytes;
+  needs.disk_bytes = checked_sum({bytes, std::int64_t(1) << 16});
+  needs.disk_directory = hdf5::directory_of(output_path);
+  require_resources("kpl simulate gam", needs);
   hdf5::OutputFile output(output_path);
+  const auto data = simulate_gam(simulation);
   output.write("/X", data.X);
   output.write("/y", data.y);
   hdf5::HostArray<std::int64_t, 1> informative("/informative", data.informative.size());
@@ -193,37 +228,95 @@ void simulate_gam_file(const GamSimulation& simulation, const std::string& outpu
 GamFitSummary fit_gam_file(const std::string& input_path, const std::string& output_path,
                            const GamFitFileOptions& options) {
   const hdf5::InputFile input(input_path);
+  const auto shape = input.shape("/X");
+  if (shape.size() != 2)
+    throw input_error("'" + input_path + "': dataset /X must be [n, p], not of rank " +
+                      std::to_string(shape.size()));
+  if (input.shape("/y").size() != 1)
+    throw input_error("'" + input_path + "': dataset /y must be [n]");
+  hdf5::require_matching_extent(input, "/X", 0, "/y", 0);
+  hdf5::require_distinct(output_path, {input_path});
+  hdf5::require_writable_target(output_path);
+  const std::int64_t n = shape[0], p = shape[1];
+  const std::int64_t element = options.single_precision ? 4 : 8;
+  ResourceNeeds needs;
+  const std::int64_t X_bytes = input.bytes("/X", sizeof(double));
+  needs.host_bytes = checked_sum({X_bytes, input.bytes("/X", element), input.bytes("/y", 16)});
+  needs.device_bytes =
+      checked_sum({input.bytes("/X", element), input.bytes("/y", element),
+                   gam_device_bytes(n, p, options.gam, element, options.cv_folds)});
+  needs.disk_bytes = checked_sum(
+      {checked_bytes({std::uint64_t(p), std::uint64_t(options.gam.basis_size) + 4}, 8),
+       checked_bytes({std::uint64_t(options.gam.mstop) + 1, std::uint64_t(options.cv_folds) + 2},
+                     8),
+       std::int64_t(1) << 16});
+  needs.disk_directory = hdf5::directory_of(output_path);
+  require_resources("kpl gam fit on '" + input_path + "'", needs);
+  hdf5::OutputFile output(output_path);  // before any work: the target is writable
+
   hdf5::ReadRequirements requirements;
   requirements.finite = true;
   requirements.allow_empty = true;  // fit_gam explains what an empty X lacks
   const auto X = input.read<double, 2>("/X", requirements);
   const auto y = input.read<double, 1>("/y", requirements);
-  hdf5::require_matching_extent(input, "/X", 0, "/y", 0);
-  return options.single_precision
-             ? fit_in_precision<float>(X, y, input_path, output_path, options)
-             : fit_in_precision<double>(X, y, input_path, output_path, options);
+  return options.single_precision ? fit_in_precision<float>(X, y, input_path, output, options)
+                                  : fit_in_precision<double>(X, y, input_path, output, options);
+}
+
+// The value of a string attribute that must name one of `values`.
+template <class Enum>
+Enum named_attribute(const hdf5::InputFile& file, const std::string& name,
+                     std::initializer_list<Enum> values) {
+  const std::string text = file.read_string_attribute("/", name);
+  std::string allowed;
+  for (const Enum value : values) {
+    if (to_string(value) == text) return value;
+    allowed += (allowed.empty() ? "" : ", ") + to_string(value);
+  }
+  throw input_error("'" + file.path() + "': attribute '" + name + "' of / is '" + text +
+                    "', not one kpl knows (" + allowed + "); not a kpl gam model");
+}
+
+// An integer attribute within [low, high].
+int bounded_attribute(const hdf5::InputFile& file, const std::string& name, std::int64_t low,
+                      std::int64_t high) {
+  const std::int64_t value = file.read_integer_attribute("/", name);
+  if (value < low || value > high)
+    throw input_error("'" + file.path() + "': attribute '" + name + "' of / is " +
+                      std::to_string(value) + ", outside [" + std::to_string(low) + ", " +
+                      std::to_string(high) + "]");
+  return static_cast<int>(value);
+}
+
+double positive_attribute(const hdf5::InputFile& file, const std::string& name) {
+  const double value = file.read_number_attribute("/", name);
+  if (!(value > 0) || !std::isfinite(value))
+    throw input_error("'" + file.path() + "': attribute '" + name + "' of / is " +
+                      std::to_string(value) + "; a positive finite number is expected");
+  return value;
 }
 
 GamModel read_gam_model(const std::string& model_path) {
   const hdf5::InputFile file(model_path);
   GamModel model;
   auto& options = model.options;
-  const auto integer = [&](const char* name) {
-    return static_cast<int>(file.read_integer_attribute("/", name));
-  };
-  options.basis_size = integer("basis_size");
-  options.degree = integer("degree");
-  options.differences = integer("differences");
-  options.df = file.read_number_attribute("/", "df");
-  options.df_definition = file.read_string_attribute("/", "df_definition") == "trace"
-                              ? DfDefinition::trace
-                              : DfDefinition::trace_2s_sts;
-  options.nu = file.read_number_attribute("/", "nu");
-  options.mstop = integer("mstop");
-  const auto family = file.read_string_attribute("/", "family");
-  options.family = family == "binomial"  ? GamFamily::binomial
-                   : family == "poisson" ? GamFamily::poisson
-                                         : GamFamily::gaussian;
+  options.degree = bounded_attribute(file, "degree", 1, bspline_max_degree);
+  options.basis_size = bounded_attribute(file, "basis_size", options.degree + 2, 256);
+  options.differences = bounded_attribute(file, "differences", 0, 3);
+  const std::string penalty = file.read_string_attribute("/", "penalty");
+  if (penalty != penalty_name(options.differences))
+    throw input_error("'" + model_path + "': attribute 'penalty' of / is '" + penalty +
+                      "' with difference order " + std::to_string(options.differences) +
+                      " (pspline needs 1 to 3, ridge 0); not a kpl gam model");
+  options.df = positive_attribute(file, "df");
+  options.df_definition =
+      named_attribute(file, "df_definition", {DfDefinition::trace, DfDefinition::trace_2s_sts});
+  options.nu = positive_attribute(file, "nu");
+  options.mstop = bounded_attribute(file, "mstop", 0, std::numeric_limits<int>::max());
+  options.family = named_attribute(file, "family",
+                                   {GamFamily::gaussian, GamFamily::binomial, GamFamily::poisson});
+  options.mode = named_attribute(file, "mode", {GamMode::direct, GamMode::gram});
+  options.basis = named_attribute(file, "basis", {GamBasis::compact, GamBasis::dense});
   model.observations = file.read_integer_attribute("/", "observations");
   const auto coefficients = file.read<double, 2>("/coefficients", {true, false});
   const auto boundary = file.read<double, 2>("/boundary", {true, false});
@@ -253,13 +346,30 @@ std::int64_t predict_gam_file(const std::string& model_path, const std::string& 
                               const std::string& output_path, bool partial_effects) {
   const GamModel model = read_gam_model(model_path);
   const hdf5::InputFile input(input_path);
+  const auto shape = input.shape("/X");
+  if (shape.size() != 2)
+    throw input_error("'" + input_path + "': dataset /X must be [n, p], not of rank " +
+                      std::to_string(shape.size()));
+  if (static_cast<std::int64_t>(shape[1]) != model.covariates)
+    throw input_error(input_path + ": /X has " + std::to_string(shape[1]) +
+                      " covariates, the model " + model_path + " " +
+                      std::to_string(model.covariates));
+  hdf5::require_distinct(output_path, {model_path, input_path});
+  hdf5::require_writable_target(output_path);
+  const std::int64_t X_bytes = input.bytes("/X", sizeof(double));
+  const std::int64_t rows_bytes = checked_bytes({shape[0]}, sizeof(double));
+  ResourceNeeds needs;
+  needs.host_bytes = checked_sum({X_bytes, rows_bytes, partial_effects ? X_bytes : 0});
+  needs.device_bytes = needs.host_bytes;
+  needs.disk_bytes =
+      checked_sum({rows_bytes, partial_effects ? X_bytes : 0, std::int64_t(1) << 16});
+  needs.disk_directory = hdf5::directory_of(output_path);
+  require_resources("kpl gam predict on '" + input_path + "'", needs);
+  hdf5::OutputFile output(output_path);  // before any work: the target is writable
+
   hdf5::ReadRequirements requirements;
   requirements.finite = true;
   const auto host_X = input.read<double, 2>("/X", requirements);
-  if (static_cast<std::int64_t>(host_X.extent(1)) != model.covariates)
-    throw input_error(input_path + ": /X has " + std::to_string(host_X.extent(1)) +
-                      " covariates, the model " + model_path + " " +
-                      std::to_string(model.covariates));
   const Space space;
   const std::int64_t n = host_X.extent(0), p = host_X.extent(1);
   const auto X = to_device<double>(host_X);
@@ -267,8 +377,13 @@ std::int64_t predict_gam_file(const std::string& model_path, const std::string& 
   Kokkos::View<double**, Kokkos::LayoutRight, Memory> partial;
   if (partial_effects) partial = decltype(partial)("kpl::gam::partial_effects", n, p);
   predict_gam(space, model, X, prediction, partial);
-  hdf5::OutputFile output(output_path);
-  output.write("/prediction", Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), prediction));
+  const auto host_prediction = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), prediction);
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(host_prediction(i)))
+      throw input_error("'" + input_path + "': the prediction for row " + std::to_string(i) +
+                        " of /X is not finite (a covariate far outside the model's training "
+                        "range, extrapolated linearly, overflows)");
+  output.write("/prediction", host_prediction);
   if (partial_effects)
     output.write("/partial_effects",
                  Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), partial));

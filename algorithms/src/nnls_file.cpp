@@ -2,44 +2,24 @@
 #include <kpl/error.hpp>
 #include <kpl/hdf5_io.hpp>
 #include <kpl/nnls_file.hpp>
+#include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Timer.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace kpl {
 namespace nnls_file_detail {
 
-std::string gradient_name(NnlsGradient gradient) {
-  switch (gradient) {
-    case NnlsGradient::from_residual:
-      return "residual";
-    case NnlsGradient::from_cross_products:
-      return "cross-products";
-    case NnlsGradient::automatic:
-      break;
-  }
-  return "automatic";
-}
+// The batch's shape, from the datasets' shapes alone.
+struct NnlsShape {
+  std::int64_t systems, rows, columns;
+  bool per_system;
+};
 
-std::string orthogonalization_name(NnlsOrthogonalization orthogonalization) {
-  switch (orthogonalization) {
-    case NnlsOrthogonalization::modified_gram_schmidt:
-      return "modified-gram-schmidt";
-    case NnlsOrthogonalization::classical_twice:
-      return "classical-twice";
-    case NnlsOrthogonalization::automatic:
-      break;
-  }
-  return "automatic";
-}
-
-template <class T>
-NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_path,
-                      const NnlsFileOptions& options) {
-  using Space = Kokkos::DefaultExecutionSpace;
-  using Memory = Space::memory_space;
+NnlsShape check_shapes(const hdf5::InputFile& input, const NnlsFileOptions& options) {
   const auto a_shape = input.shape("/A");
   const auto b_shape = input.shape("/b");
   const std::string where = "'" + input.path() + "': ";
@@ -49,27 +29,72 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
   if (b_shape.size() != 1 && b_shape.size() != 2)
     throw input_error(where + "dataset /b must be [B, m] or [m], not of rank " +
                       std::to_string(b_shape.size()));
+  const bool per_system = a_shape.size() == 3;
+  const NnlsShape shape{b_shape.size() == 2 ? std::int64_t(b_shape[0]) : 1,
+                        std::int64_t(a_shape[per_system ? 1 : 0]),
+                        std::int64_t(a_shape[per_system ? 2 : 1]), per_system};
+  if (std::int64_t(b_shape.back()) != shape.rows)
+    hdf5::require_matching_extent(input, "/A", per_system ? 1 : 0, "/b", b_shape.size() - 1);
+  if (per_system && std::int64_t(a_shape[0]) != shape.systems)
+    hdf5::require_matching_extent(input, "/A", 0, "/b", 0);
+  if (per_system && options.nnls.gradient == NnlsGradient::from_cross_products)
+    throw input_error(where +
+                      "the gradient from cross products needs one /A [m, n] shared by all "
+                      "systems; this /A is [B, m, n]");
+  return shape;
+}
+
+// Memory on the host and the device and disk for the output, counted
+// before anything is read.
+template <class T>
+ResourceNeeds nnls_needs(const hdf5::InputFile& input, const NnlsShape& shape,
+                         const NnlsFileOptions& options, const std::string& output_path) {
+  const std::int64_t a = input.bytes("/A", sizeof(T)), b = input.bytes("/b", sizeof(T));
+  const std::int64_t m = shape.rows, n = shape.columns, systems = shape.systems;
+  const std::int64_t cap = options.nnls.max_passive > 0
+                               ? std::min<std::int64_t>(options.nnls.max_passive, std::min(m, n))
+                               : std::min(m, n);
+  const std::int64_t results = checked_bytes({std::uint64_t(systems), std::uint64_t(n)}, sizeof(T));
+  const std::int64_t per_system_results =
+      checked_bytes({std::uint64_t(systems)}, 2 * sizeof(T) + 4 * sizeof(int));
+  const std::int64_t workspace = checked_bytes(
+      {std::uint64_t(systems)},
+      std::uint64_t(std::max<std::int64_t>(nnls_workspace_bytes_per_system<T>(m, n, cap), 0)));
+  const std::int64_t a_stored = shape.per_system ? a : checked_sum({a, a});  // + A at unit scale
+  const std::int64_t cross = checked_bytes({std::uint64_t(n), std::uint64_t(n)}, sizeof(T));
+  ResourceNeeds needs;
+  needs.host_bytes = checked_sum({a, a, b, b, results, per_system_results});
+  needs.device_bytes = checked_sum(
+      {a_stored, b, results, per_system_results, workspace, shape.per_system ? 0 : cross});
+  needs.disk_bytes = checked_sum({results, per_system_results, std::int64_t(1) << 16});
+  needs.disk_directory = hdf5::directory_of(output_path);
+  return needs;
+}
+
+template <class T>
+NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_path,
+                      const NnlsFileOptions& options) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Memory = Space::memory_space;
+  const NnlsShape shape = check_shapes(input, options);
+  hdf5::require_distinct(output_path, {input.path()});
+  hdf5::require_writable_target(output_path);
+  require_resources("kpl nnls on '" + input.path() + "'",
+                    nnls_needs<T>(input, shape, options, output_path));
+  hdf5::OutputFile output(output_path);  // before any work: the target is writable
+
   const hdf5::ReadRequirements finite{true, false};
   // Read as rank 2 / 3 whatever /b's rank: one system is a batch of one.
   hdf5::HostArray<T, 2> b;
-  if (b_shape.size() == 1) {
+  if (input.shape("/b").size() == 1) {
     const auto vector = input.read<T, 1>("/b", finite);
     b = hdf5::HostArray<T, 2>("b", 1, vector.extent(0));
     for (std::size_t i = 0; i < vector.extent(0); ++i) b(0, i) = vector(i);
   } else {
     b = input.read<T, 2>("/b", finite);
   }
-  const bool per_system = a_shape.size() == 3;
-  const std::int64_t systems = b.extent(0);
-  const std::int64_t m = a_shape[per_system ? 1 : 0], n = a_shape[per_system ? 2 : 1];
-  if (std::int64_t(b.extent(1)) != m)
-    hdf5::require_matching_extent(input, "/A", per_system ? 1 : 0, "/b", b_shape.size() - 1);
-  if (per_system && std::int64_t(a_shape[0]) != systems)
-    hdf5::require_matching_extent(input, "/A", 0, "/b", 0);
-  if (per_system && options.nnls.gradient == NnlsGradient::from_cross_products)
-    throw input_error(where +
-                      "the gradient from cross products needs one /A [m, n] shared by all "
-                      "systems; this /A is [B, m, n]");
+  const bool per_system = shape.per_system;
+  const std::int64_t systems = shape.systems, m = shape.rows, n = shape.columns;
 
   // On the device A is stored column by column (each system's A^T row-major),
   // so a column's rows are contiguous and the solver's loads coalesce.
@@ -118,13 +143,15 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
   const auto iterations =
       Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.iterations);
   const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.status);
+  const auto kkt_residual =
+      Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.kkt_residual);
   for (std::int64_t s = 0; s < systems; ++s) ++summary.status_counts[status(s)];
 
-  hdf5::OutputFile output(output_path);
   output.write("/x", x);
   output.write("/rnorm", residual_norm);
   output.write("/iterations", iterations);
   output.write("/status", status);
+  output.write("/kkt_residual", kkt_residual);
   detail::write_solver_settings(output, input.path(), options.nnls, options.single_precision, 3 * n,
                                 std::min(m, n));
   output.commit();
@@ -137,8 +164,11 @@ namespace detail {
 void write_solver_settings(hdf5::OutputFile& output, const std::string& input_path,
                            const NnlsOptions& options, bool single_precision,
                            std::int64_t default_max_iterations, std::int64_t default_max_passive) {
-  output.write_attribute("/status", "meaning",
-                         "0 converged, 1 max_iterations, 2 numerical_issue, 3 passive_set_full");
+  output.write_attribute("/status", "meaning", nnls_status_legend());
+  output.write_attribute("/kkt_residual", "meaning",
+                         "largest KKT violation of column j, w_j (x_j = 0) or |w_j| (x_j > 0) "
+                         "with w = A^T (b - A x), over ||a_j|| ||b||; converged systems are at "
+                         "most kkt_tolerance");
   output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
   output.write_attribute("/", "input", input_path);
   output.write_attribute("/", "precision", single_precision ? "float" : "double");
@@ -146,14 +176,17 @@ void write_solver_settings(hdf5::OutputFile& output, const std::string& input_pa
       "/", "max_iterations",
       std::int64_t(options.max_iterations > 0 ? options.max_iterations : default_max_iterations));
   output.write_attribute("/", "tolerance", options.tolerance);
-  output.write_attribute("/", "tolerance_meaning",
-                         options.tolerance < 0 ? "default: 10 eps ||A||_1 max(m, n)" : "as given");
+  output.write_attribute(
+      "/", "tolerance_meaning",
+      std::string(options.tolerance < 0 ? "default: 10 eps max(m, n)" : "as given") +
+          ", relative: a zero-set column enters while w_j > tolerance "
+          "||a_j|| ||b||");
+  output.write_attribute("/", "kkt_tolerance", options.kkt_tolerance);
   output.write_attribute(
       "/", "max_passive",
       std::int64_t(options.max_passive > 0 ? options.max_passive : default_max_passive));
-  output.write_attribute("/", "orthogonalization",
-                         nnls_file_detail::orthogonalization_name(options.orthogonalization));
-  output.write_attribute("/", "gradient", nnls_file_detail::gradient_name(options.gradient));
+  output.write_attribute("/", "orthogonalization", to_string(options.orthogonalization));
+  output.write_attribute("/", "gradient", to_string(options.gradient));
   output.write_attribute("/", "execution_space", Kokkos::DefaultExecutionSpace::name());
 }
 }  // namespace detail

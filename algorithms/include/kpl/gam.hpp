@@ -38,6 +38,7 @@
 #include <kpl/gam_penalty.hpp>
 #include <kpl/gemv.hpp>
 #include <kpl/reduce.hpp>
+#include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Timer.hpp>
@@ -46,6 +47,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -139,6 +141,42 @@ struct GamCrossValidation {
   int best_mstop = 0;        // argmin over m of the mean over folds
 };
 
+// Device memory a fit of n rows and p covariates takes at its peak, the
+// caller's X and y aside, with `folds` cross-validation boosters beside it
+// (0: none); the basis stored in element_size bytes. -1 if the count
+// overflows. For checking a run against the free memory before it starts.
+inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOptions& options,
+                                     std::int64_t element_size, int folds = 0) {
+  const std::uint64_t rows = std::uint64_t(n), learners = std::uint64_t(p),
+                      k = std::uint64_t(options.basis_size),
+                      width = std::uint64_t(options.degree + 1);
+  const std::int64_t basis =
+      checked_sum({checked_bytes({learners, rows, width}, std::uint64_t(element_size)),
+                   checked_bytes({learners, rows}, sizeof(int)),
+                   options.basis == GamBasis::dense
+                       ? checked_bytes({rows, learners, k}, std::uint64_t(element_size))
+                       : 0});
+  // y, f, u, fold weights and the float copies; c, steps, scores,
+  // coefficients; the learners' k x k matrices (Gram, inverse, reduction).
+  const std::int64_t booster = checked_sum(
+      {checked_bytes({rows, 4}, sizeof(double)), checked_bytes({learners, k, 4}, sizeof(double)),
+       checked_bytes({learners, k, k, 3}, sizeof(double)),
+       checked_bytes({std::uint64_t(options.mstop) + 1, 2}, sizeof(double))});
+  std::int64_t cache = 0;  // Gram mode: the cached B_j^T B_s blocks, one slot more
+  if (options.mode == GamMode::gram && options.mstop > 0) {
+    const std::int64_t slot = checked_bytes({learners, k, k}, sizeof(double));
+    const std::int64_t slots =
+        slot <= 0
+            ? 1
+            : std::max<std::int64_t>(
+                  1, std::min<std::int64_t>({p, options.mstop, options.gram_cache_bytes / slot}));
+    cache = slot < 0 ? -1 : checked_bytes({std::uint64_t(slots + 1)}, std::uint64_t(slot));
+  }
+  const std::int64_t fold_boosters =
+      booster < 0 ? -1 : checked_bytes({std::uint64_t(folds)}, std::uint64_t(booster));
+  return checked_sum({basis, booster, fold_boosters, cache});
+}
+
 namespace detail {
 
 // Two sums reduced into a host value (Kokkos 3.4 reduces one value per call).
@@ -190,6 +228,16 @@ class GamBooster {
                           " (0-based column of X) is constant (" + std::to_string(lower) +
                           "): no range to place knots in");
       meshes_[j] = BsplineMesh{lower, upper, k_, options.degree};
+      // The knot spacing must be a normal number: a range of +-1e308 overflows
+      // it, one of a few denormals underflows it.
+      const double spacing = meshes_[j].spacing();
+      if (!(spacing <= std::numeric_limits<double>::max()) ||
+          !(spacing >= std::numeric_limits<double>::min()))
+        throw input_error("kpl::fit_gam: covariate " + std::to_string(j) +
+                          " (0-based column of X) spans [" + format_number(lower) + ", " +
+                          format_number(upper) + "]: its knot spacing " +
+                          (spacing > 1 ? "overflows" : "underflows") +
+                          " double precision; rescale the covariate");
     }
     Kokkos::View<BsplineMesh*, Memory> device_meshes(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::meshes"), learners_);

@@ -18,8 +18,8 @@ struct NnlsFileSummary {
   std::int64_t systems = 0;
   std::int64_t rows = 0;
   std::int64_t columns = 0;
-  std::int64_t status_counts[4] = {0, 0, 0, 0};  // by NnlsStatus
-  double seconds = 0;                            // the solve alone, on the device
+  std::int64_t status_counts[nnls_status_count] = {};  // by NnlsStatus
+  double seconds = 0;                                  // the solve alone, on the device
 };
 
 // Reads /A ([m, n] shared, or [B, m, n]) and /b ([B, m], or [m] for one

@@ -100,7 +100,8 @@ inline constexpr bool gam_on_host =
     std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>;
 
 // score(j) = -c_j^T R_j c_j: learner j's residual sum of squares minus
-// u^T W u (kpl/gam_penalty.hpp), accumulated in double. One team per learner.
+// u^T W u (kpl/gam_penalty.hpp), accumulated in double; +infinity when not
+// finite. One team per learner.
 template <class ExecutionSpace, class CView, class RView, class ScoreView>
 void gam_scores(const ExecutionSpace& space, std::int64_t learners, int k, const CView& c,
                 const RView& reduction, const ScoreView& scores) {
@@ -127,7 +128,11 @@ void gam_scores(const ExecutionSpace& space, std::int64_t learners, int k, const
               sum += double(c(base + a)) * row;
             },
             quadratic);
-        Kokkos::single(Kokkos::PerTeam(member), [&] { scores(j) = -quadratic; });
+        // A score that is not finite (NaN from a diverging fit) never wins
+        // the selection: it counts as +infinity.
+        Kokkos::single(Kokkos::PerTeam(member), [&] {
+          scores(j) = compat::math::isfinite(quadratic) ? -quadratic : largest<double>();
+        });
       });
 }
 

@@ -1,0 +1,68 @@
+// `kpl deconv`: non-negative deconvolution of waveforms, streamed in chunks.
+#include "command.hpp"
+#include "options.hpp"
+
+#include <kpl/deconvolution.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+namespace kpl::cli {
+namespace {
+
+struct DeconvArguments {
+  std::string input, output, pulse_origin = "start";
+  std::int64_t memory_budget = std::int64_t(1) << 30;
+  SolverArguments solver;
+};
+
+int run_deconv(const DeconvArguments& arguments) {
+  DeconvolutionFileOptions options;
+  options.deconvolution.nnls = solver_options(arguments.solver);
+  options.deconvolution.origin = pulse_origins(arguments.pulse_origin);
+  options.single_precision = precisions(arguments.solver.precision) == Precision::single_precision;
+  options.memory_budget_bytes = arguments.memory_budget;
+  clean_stale_partials(arguments.output);
+  const auto summary = deconvolve_file(arguments.input, arguments.output, options);
+  std::cerr << "kpl deconv: " << summary.waveforms << " waveforms in " << summary.chunks
+            << " chunk(s) of up to " << summary.waveforms_per_chunk << " in " << summary.seconds
+            << " s on " << Kokkos::DefaultExecutionSpace::name() << " ("
+            << summary.waveforms / std::max(summary.seconds, 1e-9)
+            << " waveforms/s, file I/O included); wrote " << arguments.output << "\n";
+  return report_statuses("deconv", summary.waveforms, "waveforms", summary.status_counts,
+                         arguments.solver.strict);
+}
+
+}  // namespace
+
+Command add_deconv_command(CLI::App& root) {
+  auto arguments = std::make_shared<DeconvArguments>();
+  auto* app = root.add_subcommand(
+      "deconv",
+      "Non-negative deconvolution of waveforms by their transmit pulse (Toeplitz NNLS per "
+      "waveform). Input: /pulse [L] or [W, L], /waveforms [W, m]. Output: /x, /fit (= A x) "
+      "[W, m], /rnorm, /iterations, /status (" +
+          nnls_status_legend() +
+          "), /kkt_residual [W]. Tolerances are relative: results do not depend on the units of "
+          "the pulse and the waveforms");
+  app->add_option("--input", arguments->input, "HDF5 file with /pulse and /waveforms")->required();
+  app->add_option("--output", arguments->output, "HDF5 file to write")->required();
+  pulse_origins.add(app, "--pulse-origin", arguments->pulse_origin,
+                    "Sample of the pulse aligned with a return: start (causal, A[i, j] = "
+                    "s[i - j]) or center (A[i, j] = s[i - j + L/2])");
+  app->add_option("--memory-budget", arguments->memory_budget,
+                  "Device memory for one chunk of waveforms, in bytes (suffixes such as 512MB or "
+                  "2GiB accepted; at most the device's free memory); waveforms are solved and "
+                  "written chunk by chunk")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 50))
+      ->capture_default_str();
+  add_solver_options(app, arguments->solver,
+                     "adaptive: 64, doubled up to m for the waveforms that reach it");
+  return {app, [arguments] { return run_deconv(*arguments); }};
+}
+
+}  // namespace kpl::cli

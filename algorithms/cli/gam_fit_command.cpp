@@ -1,0 +1,130 @@
+// `kpl gam fit`: a boosted GAM (mboost's gamboost with bbs learners).
+#include "command.hpp"
+#include "options.hpp"
+
+#include <kpl/gam_file.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+namespace kpl::cli {
+namespace {
+
+struct GamFitArguments {
+  std::string input, output, penalty = "pspline", df_definition = "trace2", family = "gaussian",
+                             gemv, mode = "direct", basis = "compact", precision = "double";
+  GamFitFileOptions options;
+};
+
+GamFitFileOptions fit_options(const GamFitArguments& arguments) {
+  GamFitFileOptions options = arguments.options;
+  auto& gam = options.gam;
+  if (arguments.penalty == "ridge") gam.differences = 0;
+  gam.df_definition = df_definitions(arguments.df_definition);
+  gam.family = gam_families(arguments.family);
+  gam.mode = gam_modes(arguments.mode);
+  gam.basis = arguments.gemv.empty() ? gam_bases(arguments.basis) : GamBasis::dense;
+  if (!arguments.gemv.empty()) gam.gemv.strategy = gemv_strategies(arguments.gemv);
+  options.single_precision = precisions(arguments.precision) == Precision::single_precision;
+  return options;
+}
+
+int run_gam_fit(const GamFitArguments& arguments) {
+  GamFitFileOptions options = fit_options(arguments);
+  // A progress line on a terminal only (stderr, rewritten in place).
+  const bool terminal = isatty(fileno(stderr)) != 0;
+  if (terminal) {
+    const int total = options.gam.mstop;
+    options.progress.report = [total](int iteration, double risk) {
+      std::cerr << "\rkpl gam fit: iteration " << iteration << "/" << total << ", risk " << risk
+                << "   " << std::flush;
+    };
+  }
+  clean_stale_partials(arguments.output);
+  const auto summary = fit_gam_file(arguments.input, arguments.output, options);
+  if (terminal) std::cerr << "\n";
+  std::cerr << "kpl gam fit: " << summary.observations << " observations, " << summary.covariates
+            << " covariates, mstop " << summary.mstop;
+  if (options.cv_folds > 0)
+    std::cerr << " (chosen by " << options.cv_folds << "-fold cross-validation in "
+              << summary.cv_seconds << " s)";
+  std::cerr << " on " << Kokkos::DefaultExecutionSpace::name() << ": basis "
+            << summary.timings.basis_seconds << " s, lambda search "
+            << summary.timings.penalty_seconds << " s, boosting "
+            << summary.timings.boosting_seconds << " s; final risk " << summary.final_risk
+            << "; wrote " << arguments.output << "\n";
+  return exit_success;
+}
+
+}  // namespace
+
+Command add_gam_fit_command(CLI::App& gam) {
+  auto arguments = std::make_shared<GamFitArguments>();
+  auto& options = arguments->options;
+  auto* app = gam.add_subcommand(
+      "fit",
+      "Fit by component-wise L2 boosting with one penalised B-spline learner per covariate. "
+      "Input: /X [n, p], /y [n]. Output: /selected [mstop] (0-based covariate per iteration), "
+      "/risk [mstop + 1], /offset, /coefficients [p, k], /lambda, /df [p], /boundary [p, 2], "
+      "settings as attributes; with --cv also /cv_risk [K, mstop + 1]. A fit whose risk or "
+      "coefficients stop being finite is an error and writes no model");
+  app->add_option("--input", arguments->input, "HDF5 file with /X and /y")->required();
+  app->add_option("--output", arguments->output, "Model file to write")->required();
+  app->add_option("--basis-size", options.gam.basis_size,
+                  "B-spline functions per covariate (k - degree - 1 interior knots)")
+      ->check(CLI::Range(3, 256))
+      ->capture_default_str();
+  app->add_option("--degree", options.gam.degree, "B-spline degree")
+      ->check(CLI::Range(1, bspline_max_degree))
+      ->capture_default_str();
+  app->add_option("--penalty", arguments->penalty,
+                  "pspline: difference penalty of order --differences; ridge: K = I")
+      ->check(CLI::IsMember({"pspline", "ridge"}))
+      ->capture_default_str();
+  app->add_option("--differences", options.gam.differences,
+                  "Difference order of the P-spline penalty")
+      ->check(CLI::Range(1, 3))
+      ->capture_default_str();
+  app->add_option("--df", options.gam.df, "Degrees of freedom of every learner, in (0, k]")
+      ->check(CLI::Range(1e-6, 256.0))
+      ->capture_default_str();
+  df_definitions.add(app, "--df-definition", arguments->df_definition,
+                     "trace: tr(S) (Sieminski & Lee); trace2: tr(2S - S^T S) (mboost's default)");
+  app->add_option("--nu", options.gam.nu, "Step length, in (0, 1]")
+      ->check(CLI::Range(1e-12, 1.0))
+      ->capture_default_str();
+  app->add_option("--mstop", options.gam.mstop, "Boosting iterations")
+      ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
+  gam_families.add(app, "--family", arguments->family,
+                   "gaussian (squared error), binomial (y in {0, 1}, log-odds) or poisson (log "
+                   "link)");
+  app->add_option("--cv", options.cv_folds,
+                  "Choose mstop in [0, --mstop] by K-fold cross-validation, then refit on all "
+                  "rows")
+      ->check(CLI::Range(2, 1 << 20));
+  app->add_option("--cv-seed", options.cv_seed, "Seed of the fold assignment")
+      ->capture_default_str();
+  gam_modes.add(app, "--mode", arguments->mode,
+                "direct: B^T u from the basis every iteration; gram (gaussian): kept up to date "
+                "from cross-products, O(p k^2) an iteration");
+  gam_bases.add(app, "--basis", arguments->basis,
+                "compact: (first index, degree + 1 values) per row; dense: n x p k, through "
+                "kpl::gemv");
+  app->add_option("--gemv", arguments->gemv,
+                  "gemv strategy for the dense basis (implies --basis dense)")
+      ->check(CLI::IsMember(gemv_strategies.names()));
+  app->add_option("--gram-refresh", options.gam.gram_refresh,
+                  "Gram mode: recompute B^T u, f and the risk from the rows this often")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  precisions.add(app, "--precision", arguments->precision,
+                 "Precision of the basis (sums, f and the learners' matrices stay double)");
+  return {app, [arguments] { return run_gam_fit(*arguments); }};
+}
+
+}  // namespace kpl::cli

@@ -1,0 +1,21 @@
+// `kpl info`: versions, backends, concurrency, the GPU.
+#include "command.hpp"
+
+#include <kpl/info.hpp>
+
+#include <iostream>
+
+namespace kpl::cli {
+
+Command add_info_command(CLI::App& root) {
+  auto* app = root.add_subcommand(
+      "info",
+      "Print kpl's, Kokkos' and Kokkos Kernels' versions, the enabled backends, the default "
+      "execution space and its concurrency, and the GPU if there is one");
+  return {app, [] {
+            std::cout << format_info(collect_info());
+            return int(exit_success);
+          }};
+}
+
+}  // namespace kpl::cli

@@ -1,0 +1,35 @@
+#include "interrupts.hpp"
+
+#include <kpl/hdf5_io.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+namespace kpl::cli {
+namespace {
+
+extern "C" void on_interrupt(int signal_number) {
+  // Only async-signal-safe calls: unlink() and _exit().
+  kpl::hdf5::remove_uncommitted_outputs();
+  ::_exit(128 + signal_number);
+}
+
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    sigaddset(&action.sa_mask, signal_number);
+  }
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction previous {};
+    // A signal the shell ignores (nohup, background jobs) stays ignored.
+    if (::sigaction(signal_number, nullptr, &previous) == 0 && previous.sa_handler == SIG_IGN)
+      continue;
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
+}  // namespace kpl::cli

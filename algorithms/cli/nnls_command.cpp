@@ -1,0 +1,56 @@
+// `kpl nnls`: a batch of NNLS problems from an HDF5 file.
+#include "command.hpp"
+#include "options.hpp"
+
+#include <kpl/nnls_file.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <iostream>
+#include <memory>
+
+namespace kpl::cli {
+namespace {
+
+struct NnlsArguments {
+  std::string input, output;
+  SolverArguments solver;
+};
+
+int run_nnls(const NnlsArguments& arguments) {
+  NnlsFileOptions options;
+  options.nnls = solver_options(arguments.solver);
+  options.single_precision = precisions(arguments.solver.precision) == Precision::single_precision;
+  clean_stale_partials(arguments.output);
+  const auto summary = solve_nnls_file(arguments.input, arguments.output, options);
+  std::cerr << "kpl nnls: " << summary.systems << " systems of " << summary.rows << " x "
+            << summary.columns << " solved in " << summary.seconds << " s on "
+            << Kokkos::DefaultExecutionSpace::name() << "; wrote " << arguments.output << "\n";
+  return report_statuses("nnls", summary.systems, "systems", summary.status_counts,
+                         arguments.solver.strict);
+}
+
+}  // namespace
+
+Command add_nnls_command(CLI::App& root) {
+  auto arguments = std::make_shared<NnlsArguments>();
+  auto* app = root.add_subcommand(
+      "nnls",
+      "Solve a batch of non-negative least-squares problems min ||A x - b|| s.t. x >= 0 "
+      "(Lawson-Hanson, one team per system). Input: /A [m, n] shared or [B, m, n], /b [B, m] or "
+      "[m]. Output: /x [B, n], /rnorm, /iterations, /status [B] (" +
+          nnls_status_legend() +
+          "), /kkt_residual [B]. Every tolerance is relative to the data: results do not depend "
+          "on the units of A and b");
+  app->add_option("--input", arguments->input, "HDF5 file with /A and /b")->required();
+  app->add_option("--output", arguments->output, "HDF5 file to write")->required();
+  add_solver_options(app, arguments->solver, "min(m, n)");
+  gradients.add(app, "--gradient", arguments->solver.gradient,
+                "Where the gradient A^T (b - A x) comes from after x changes: residual (A read "
+                "every time) or cross-products (A^T A formed once; a shared /A only). automatic: "
+                "cross-products for a shared /A (on CPUs for two or more systems) unless A^T A "
+                "(n x n) would be larger than /A and 2^23 values");
+  return {app, [arguments] { return run_nnls(*arguments); }};
+}
+
+}  // namespace kpl::cli

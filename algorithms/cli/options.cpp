@@ -1,0 +1,90 @@
+#include "options.hpp"
+
+#include "command.hpp"
+
+#include <kpl/hdf5_io.hpp>
+
+#include <iostream>
+
+namespace kpl::cli {
+
+std::string to_string(Precision precision) {
+  return precision == Precision::single_precision ? "float" : "double";
+}
+
+const Choices<Precision> precisions({Precision::double_precision, Precision::single_precision});
+const Choices<NnlsOrthogonalization> orthogonalizations(
+    {NnlsOrthogonalization::automatic, NnlsOrthogonalization::classical_twice,
+     NnlsOrthogonalization::modified_gram_schmidt});
+const Choices<NnlsGradient> gradients({NnlsGradient::automatic, NnlsGradient::from_residual,
+                                       NnlsGradient::from_cross_products});
+const Choices<PulseOrigin> pulse_origins({PulseOrigin::start, PulseOrigin::center});
+const Choices<GamFamily> gam_families({GamFamily::gaussian, GamFamily::binomial,
+                                       GamFamily::poisson});
+const Choices<GamMode> gam_modes({GamMode::direct, GamMode::gram});
+const Choices<GamBasis> gam_bases({GamBasis::compact, GamBasis::dense});
+const Choices<GemvStrategy> gemv_strategies({GemvStrategy::automatic, GemvStrategy::thread_per_row,
+                                             GemvStrategy::team_per_dot, GemvStrategy::partial_rows,
+                                             GemvStrategy::kokkos_kernels});
+const Choices<DfDefinition> df_definitions({DfDefinition::trace, DfDefinition::trace_2s_sts});
+
+void add_solver_options(CLI::App* command, SolverArguments& arguments,
+                        const std::string& max_passive_default) {
+  precisions.add(command, "--precision", arguments.precision, "Arithmetic precision");
+  command
+      ->add_option("--max-iterations", arguments.nnls.max_iterations,
+                   "Cap on passive least-squares solves per system (default 3n)")
+      ->check(CLI::Range(1, 1 << 30));
+  command
+      ->add_option("--tolerance", arguments.nnls.tolerance,
+                   "A zero-set column enters while its gradient w_j = a_j^T (b - A x) exceeds "
+                   "this x ||a_j|| ||b|| (relative: the units of A and b do not matter; default "
+                   "10 eps max(m, n))")
+      ->check(CLI::Range(0.0, 1.0));
+  command
+      ->add_option("--kkt-tolerance", arguments.nnls.kkt_tolerance,
+                   "A system is reported converged only if the KKT check after the solve finds "
+                   "no violation above this x ||a_j|| ||b|| (written as /kkt_residual; default "
+                   "10 eps max(m, n))")
+      ->check(CLI::Range(0.0, 1.0));
+  command
+      ->add_option("--max-passive", arguments.nnls.max_passive,
+                   "Cap on the passive set per system; Q takes m x this memory (default " +
+                       max_passive_default + ")")
+      ->check(CLI::Range(1, 1 << 30));
+  orthogonalizations.add(command, "--orthogonalization", arguments.orthogonalization,
+                         "How an entering column is orthogonalised against the passive set's Q "
+                         "(automatic: modified Gram-Schmidt on CPUs, classical twice on GPUs)");
+  command->add_flag("--strict", arguments.strict,
+                    "Exit with status 3 if any system did not converge");
+}
+
+NnlsOptions solver_options(const SolverArguments& arguments) {
+  NnlsOptions options = arguments.nnls;
+  options.orthogonalization = orthogonalizations(arguments.orthogonalization);
+  options.gradient = gradients(arguments.gradient);
+  return options;
+}
+
+void clean_stale_partials(const std::string& output) {
+  for (const auto& removed : hdf5::remove_stale_partials(output))
+    std::cerr << "kpl: removed '" << removed << "', left by an interrupted run\n";
+}
+
+int report_statuses(const std::string& command, std::int64_t systems, const char* what,
+                    const std::int64_t (&counts)[nnls_status_count], bool strict) {
+  std::cerr << "kpl " << command << ": " << systems << " " << what << ":";
+  for (int status = 0; status < nnls_status_count; ++status)
+    std::cerr << (status > 0 ? ", " : " ") << counts[status] << " "
+              << to_string(static_cast<NnlsStatus>(status));
+  std::cerr << "\n";
+  const bool all_converged = counts[0] == systems;
+  if (strict && !all_converged) {
+    std::cerr << "kpl " << command << ": --strict: " << systems - counts[0] << " of " << systems
+              << " " << what << " did not converge\n";
+    return exit_not_converged;
+  }
+  return exit_success;
+}
+
+}  // namespace kpl::cli

@@ -1,0 +1,61 @@
+// `kpl self-check`: kpl's kernels on every backend against stored references.
+#include "command.hpp"
+#include "options.hpp"
+
+#include <kpl/hdf5_io.hpp>
+#include <kpl/self_check.hpp>
+
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+namespace kpl::cli {
+namespace {
+
+struct SelfCheckArguments {
+  std::string input, output;
+};
+
+int print_self_check(const std::vector<SelfCheckResult>& results) {
+  int failures = 0;
+  std::cout << "self-check (" << results.size() << " checks)\n";
+  for (const auto& result : results) {
+    std::cout << "  " << (result.passed() ? "ok    " : "FAILED") << " " << std::left << std::setw(8)
+              << result.backend << std::setw(36) << result.check << std::right << " relative error "
+              << std::scientific << std::setprecision(2) << result.relative_error << " (tolerance "
+              << result.tolerance << ")\n";
+    if (!result.passed()) ++failures;
+  }
+  std::cout << std::defaultfloat;
+  if (failures > 0) {
+    std::cerr << "kpl: self-check: " << failures << " of " << results.size() << " checks failed\n";
+    return exit_failure;
+  }
+  std::cout << "self-check passed on every enabled backend\n";
+  return exit_success;
+}
+
+}  // namespace
+
+Command add_self_check_command(CLI::App& root) {
+  auto arguments = std::make_shared<SelfCheckArguments>();
+  auto* app = root.add_subcommand(
+      "self-check",
+      "Run kpl's checks on every enabled backend against the reference values in an HDF5 input "
+      "(inputs/self_check.h5 in the source tree)");
+  app->add_option("--input", arguments->input, "HDF5 input with the references")->required();
+  app->add_option("--output", arguments->output, "Also write the results to this HDF5 file");
+  return {app, [arguments] {
+            if (!arguments->output.empty()) {
+              hdf5::require_distinct(arguments->output, {arguments->input});
+              hdf5::require_writable_target(arguments->output);
+              clean_stale_partials(arguments->output);
+            }
+            const auto results = run_self_check(arguments->input);
+            if (!arguments->output.empty())
+              write_self_check_report(results, arguments->input, arguments->output);
+            return print_self_check(results);
+          }};
+}
+
+}  // namespace kpl::cli
