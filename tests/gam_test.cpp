@@ -815,6 +815,88 @@ KPL_EXECUTION_SPACE_TEST(Gam, BadInputIsAClearError) {
   expect_fit_error<Space>(X, y, gram_binomial, "Gram mode needs the Gaussian family");
 }
 
+// ------------------------------------------------------------ determinism
+// The same fit on the same backend and thread count selects the same
+// learners and produces the same bits every time, float basis included:
+// covariates 0 and 1 are the same column (an exact tie, which the lowest
+// index must win every time), covariate 2 differs from them by 1e-12 (a near
+// tie). Rows enough for several chunks per learner, so that partial sums are
+// combined across teams.
+template <class Space, class T>
+void check_repeatable(kpl::GamBasis basis) {
+  SCOPED_TRACE(std::string(std::is_same_v<T, float> ? "float" : "double") + " basis " +
+               kpl::to_string(basis));
+  const std::int64_t n = 20000;
+  HostMatrix X("X", n, 3);
+  Kokkos::View<double*, Kokkos::HostSpace> y("y", n);
+  std::mt19937_64 generator(99);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  std::normal_distribution<double> noise(0, 0.3);
+  for (std::int64_t i = 0; i < n; ++i) {
+    X(i, 0) = X(i, 1) = uniform(generator);
+    X(i, 2) = X(i, 0) * (1 + 1e-12);
+    y(i) = std::sin(6 * X(i, 0)) + noise(generator);
+  }
+  const auto device_X = to_device_matrix<T, Space>(X);
+  const auto device_y = to_device_vector<T, Space>(y);
+  kpl::GamOptions options;
+  options.basis_size = 12;
+  options.mstop = 40;
+  options.basis = basis;
+  const auto first = kpl::fit_gam(Space(), device_X, device_y, options);
+  for (const auto s : first.selected) EXPECT_NE(s, 1) << "the exact tie went to the higher index";
+  for (int run = 1; run < 20; ++run) {
+    const auto again = kpl::fit_gam(Space(), device_X, device_y, options);
+    ASSERT_EQ(again.selected, first.selected) << "run " << run;
+    ASSERT_EQ(again.coefficients, first.coefficients) << "run " << run;
+    ASSERT_EQ(again.risk, first.risk) << "run " << run;
+  }
+}
+KPL_EXECUTION_SPACE_TEST(Gam, SameFitSameSelectionsEveryRun) {
+  check_repeatable<TypeParam, double>(kpl::GamBasis::compact);
+  check_repeatable<TypeParam, float>(kpl::GamBasis::compact);
+  check_repeatable<TypeParam, float>(kpl::GamBasis::dense);
+}
+
+// Scores that are not finite never win the selection; data that make the
+// knot spacing over- or underflow are refused before any basis is built.
+template <class Space>
+void check_non_finite_never_selected() {
+  using Memory = typename Space::memory_space;
+  Kokkos::View<double*, Memory> scores("scores", 4);
+  Kokkos::View<int*, Memory> selected("selected", 1);
+  Kokkos::View<int, Memory> current("current");
+  auto host = Kokkos::create_mirror_view(scores);
+  host(0) = std::numeric_limits<double>::quiet_NaN();
+  host(1) = -3;
+  host(2) = std::numeric_limits<double>::quiet_NaN();
+  host(3) = -2;
+  Kokkos::deep_copy(scores, host);
+  kpl::detail::gam_select(Space(), 4, scores, selected, 0, current);
+  int chosen = -1;
+  Kokkos::deep_copy(chosen, current);
+  EXPECT_EQ(chosen, 1);
+}
+KPL_EXECUTION_SPACE_TEST(Gam, NanScoreNeverWins) { check_non_finite_never_selected<TypeParam>(); }
+
+KPL_EXECUTION_SPACE_TEST(Gam, KnotSpacingMustBeANormalNumber) {
+  using Space = TypeParam;
+  const std::int64_t n = 60;
+  HostMatrix X("X", n, 2);
+  std::vector<double> y(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    X(i, 0) = double(i) / n;
+    X(i, 1) = i % 2 == 0 ? -1e308 : 1e308;  // the range overflows
+    y[i] = std::sin(double(i));
+  }
+  kpl::GamOptions options;
+  options.basis_size = 8;
+  expect_fit_error<Space>(X, y, options,
+                          "covariate 1 (0-based column of X) spans [-1e+308, 1e+308]");
+  for (std::int64_t i = 0; i < n; ++i) X(i, 1) = (i % 3) * 4.9e-324;  // denormals 0 to 2 ulp
+  expect_fit_error<Space>(X, y, options, "knot spacing underflows");
+}
+
 KPL_EXECUTION_SPACE_TEST(Gam, PredictionContinuesLinearlyOutsideTheRange) {
   using Space = TypeParam;
   const std::int64_t n = 200;

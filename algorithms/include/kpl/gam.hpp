@@ -335,7 +335,7 @@ class GamBooster {
     // B_j^T W B_j for every learner, then lambda_j, M_j and R_j on the host.
     run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
                       learners_ * block);
-    cross_products(space_, basis_, weights, -1, run.gram);
+    cross_products(space_, basis_, weights, -1, run.gram, &product_workspace_);
     auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.gram);
     const double cross_product_seconds = timer.seconds();
     penalise(host_gram, model);
@@ -534,7 +534,7 @@ class GamBooster {
         convert(c_, c_low_);
       }
     } else {
-      transpose_product(space_, basis_, u_, c_);
+      transpose_product(space_, basis_, u_, c_, &product_workspace_);
     }
   }
 
@@ -593,7 +593,8 @@ class GamBooster {
         if (slot < run.slots) run.slot_of[s] = static_cast<int>(slot);
         cross_products(space_, basis_, weights, s,
                        Kokkos::subview(run.cache, std::make_pair(slot * learners_ * block,
-                                                                 (slot + 1) * learners_ * block)));
+                                                                 (slot + 1) * learners_ * block)),
+                       &product_workspace_);
       }
       gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, run.coefficients,
                     run.gram, run.risk_sums, m);
@@ -677,6 +678,7 @@ class GamBooster {
   Kokkos::View<double*, Memory> scores_;
   Kokkos::View<int, Memory> current_;
   GemvWorkspace<ExecutionSpace, T> gemv_workspace_;
+  CompactProductWorkspace<Memory> product_workspace_;  // per booster: folds run side by side
 };
 
 template <class View>

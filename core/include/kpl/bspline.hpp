@@ -74,7 +74,12 @@ KOKKOS_INLINE_FUNCTION int bspline_row(const BsplineMesh& mesh, double x, double
     local = 1;
     beyond = (x - mesh.upper) / spacing;
   } else {
-    const double position = (x - mesh.lower) / spacing;
+    double position = (x - mesh.lower) / spacing;
+    // Clamped before the conversion: a range or spacing that over- or
+    // underflowed makes position NaN or infinite, and converting that to
+    // int would be undefined (an index far outside the basis).
+    if (!(position >= 0)) position = 0;
+    if (position > intervals) position = intervals;
     interval = static_cast<int>(position);  // position >= 0: truncation is floor
     if (interval > intervals - 1) interval = intervals - 1;
     local = position - interval;

@@ -12,12 +12,22 @@
 //   cross_products(space, basis, w, partner, out)     B_j^T W B_partner, all j
 //
 // Layout: first [p, n] and values [p, width, n], rows fastest, so that
-// consecutive GPU threads (rows) read consecutive addresses. Products over
-// rows accumulate each team's rows in scratch memory (k or k x k values) and
-// add them to the result with one atomic per entry and team.
+// consecutive GPU threads (rows) read consecutive addresses.
+//
+// Products over rows are deterministic: the same inputs give the same bits
+// on every run (a GAM's selections depend on them). Each team sums one chunk
+// of rows of one block into scratch memory (k or k x k values); chunks are
+// then added in a fixed order. A CPU team is one thread, summing in row
+// order; a GPU team's threads add exact fixed-point (int64) terms, scaled
+// per team by a power of two that keeps the largest sum below 2^62, so the
+// order of their atomics cannot change the sum (integer addition is
+// associative): each term is rounded once, to 2^-50 of the chunk's largest.
 #pragma once
 
 #include <kpl/bspline.hpp>
+#include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/detail/power_of_two.hpp>
+#include <kpl/reduce.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -33,6 +43,9 @@ struct CompactBasis {
   Kokkos::View<int**, Kokkos::LayoutRight, MemorySpace> first;  // [p, n]
   Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace> values;  // [p, width, n]
   int basis_size = 0;                                           // k: columns per block
+  // The largest |value| (build_bspline_basis sets it); < 0: not known, and
+  // products on GPUs measure it first.
+  double value_bound = -1;
 
   CompactBasis() = default;
   CompactBasis(const std::string& label, std::int64_t blocks, std::int64_t rows, int width,
@@ -48,6 +61,18 @@ struct CompactBasis {
   // Bytes one pass over the basis reads.
   std::int64_t bytes() const {
     return static_cast<std::int64_t>(first.size() * sizeof(int) + values.size() * sizeof(T));
+  }
+};
+
+// Memory the products keep between calls: each chunk's partial sums.
+template <class MemorySpace>
+struct CompactProductWorkspace {
+  Kokkos::View<double*, MemorySpace> partials;
+  Kokkos::View<double*, MemorySpace> reserve(std::int64_t count) {
+    if (std::int64_t(partials.extent(0)) < count)
+      partials = Kokkos::View<double*, MemorySpace>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::compact_basis::partials"), count);
+    return partials;
   }
 };
 
@@ -79,15 +104,74 @@ constexpr int compact_team_size() {
   return compact_basis_on_host<ExecutionSpace> ? 1 : 256;
 }
 
-// Adds to a team's scratch accumulator: threads of a GPU team collide, a
-// CPU team is one thread.
-template <class ExecutionSpace, class T>
-KOKKOS_INLINE_FUNCTION void scratch_add(T* target, T value) {
-  if constexpr (compact_basis_on_host<ExecutionSpace>) {
-    *target += value;
-  } else {
-    Kokkos::atomic_add(target, value);
-  }
+// Chunks of rows for the k x k cross products: at most 16 per block, so
+// that their partial sums (p k^2 values per chunk) stay small.
+template <class ExecutionSpace>
+std::int64_t cross_rows_per_team(const ExecutionSpace& space, std::int64_t rows,
+                                 std::int64_t blocks) {
+  const std::int64_t rows_per_team = compact_rows_per_team(space, rows, blocks);
+  return std::max<std::int64_t>(rows_per_team, (rows + 15) / 16);
+}
+
+// The power of two S a GPU team multiplies its terms by: any sum of them
+// stays below 2^62 in magnitude when bound bounds the sum of their
+// magnitudes. (Clamped to the normal range: bounds below 2^-960 lose
+// precision, not correctness.)
+KOKKOS_INLINE_FUNCTION double fixed_point_scale(double bound) {
+  if (!(bound > 0)) return 1;
+  int exponent = 61 - binary_exponent(bound);
+  const int limit = power_of_two_limit<double>();
+  exponent = exponent > limit ? limit : exponent < -limit ? -limit : exponent;
+  return power_of_two<double>(exponent);
+}
+
+KOKKOS_INLINE_FUNCTION long long to_fixed_point(double value, double scale) {
+  const double scaled = value * scale;
+  return scaled >= 0 ? static_cast<long long>(scaled + 0.5) : -static_cast<long long>(0.5 - scaled);
+}
+
+// max |value| over the basis (a separate pass, for bases whose bound is not
+// known).
+template <class ExecutionSpace, class T, class MemorySpace>
+double measured_value_bound(const ExecutionSpace& space,
+                            const CompactBasis<T, MemorySpace>& basis) {
+  const auto values = basis.values;
+  double bound = 0;
+  Kokkos::parallel_reduce(
+      "kpl::compact_basis::value_bound",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, std::int64_t(values.span())),
+      KOKKOS_LAMBDA(const std::int64_t e, double& largest_so_far) {
+        const double magnitude = compat::math::fabs(double(values.data()[e]));
+        // NaN or Inf: no finite bound (the sums then come out NaN).
+        const double counted = compat::math::isfinite(magnitude) ? magnitude : largest<double>();
+        if (counted > largest_so_far) largest_so_far = counted;
+      },
+      Kokkos::Max<double>(bound));
+  return bound;
+}
+
+template <class ExecutionSpace, class T, class MemorySpace>
+double value_bound(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basis) {
+  return basis.value_bound >= 0 ? basis.value_bound : measured_value_bound(space, basis);
+}
+
+// out[j entries + e] = sum over chunks c, in order, of
+// partials[(j chunks + c) entries + e].
+template <class ExecutionSpace, class OutView>
+void add_chunks_in_order(const ExecutionSpace& space,
+                         const Kokkos::View<double*, typename OutView::memory_space>& partials,
+                         std::int64_t blocks, std::int64_t chunks, std::int64_t entries,
+                         const OutView& out) {
+  using Sum = typename OutView::non_const_value_type;
+  Kokkos::parallel_for(
+      "kpl::compact_basis::add_chunks_in_order",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, blocks * entries),
+      KOKKOS_LAMBDA(const std::int64_t index) {
+        const std::int64_t j = index / entries, e = index - j * entries;
+        double total = 0;
+        for (std::int64_t c = 0; c < chunks; ++c) total += partials((j * chunks + c) * entries + e);
+        out(index) = Sum(total);
+      });
 }
 
 // The int a width argument stands for: a run-time int, or a compile-time
@@ -108,7 +192,7 @@ KOKKOS_INLINE_FUNCTION constexpr int width_value(std::integral_constant<int, Wid
 // degree width - 1.
 template <class ExecutionSpace, class XView, class MeshView, class T, class MemorySpace>
 void build_bspline_basis(const ExecutionSpace& space, const XView& X, const MeshView& meshes,
-                         const CompactBasis<T, MemorySpace>& basis) {
+                         CompactBasis<T, MemorySpace>& basis) {
   const std::int64_t rows = X.extent(0), blocks = X.extent(1);
   if (basis.rows() != rows || basis.blocks() != blocks || meshes.extent(0) != X.extent(1))
     throw std::invalid_argument("kpl::build_bspline_basis: X is " + std::to_string(rows) + " x " +
@@ -128,25 +212,37 @@ void build_bspline_basis(const ExecutionSpace& space, const XView& X, const Mesh
         first(j, i) = bspline_row(mesh, static_cast<double>(X(i, j)), row);
         for (int q = 0; q <= mesh.degree; ++q) values(j, q, i) = static_cast<T>(row[q]);
       });
+  basis.value_bound = detail::measured_value_bound(space, basis);
 }
 
-// c[j k + a] = sum_i B_j(i, a) u(i) for every block j (c: p k values, zeroed
-// here), accumulated in c's type (a float basis may feed double sums).
-// Weighted products pass w * u as u.
+// c[j k + a] = sum_i B_j(i, a) u(i) for every block j (c: p k values),
+// accumulated in c's type (a float basis may feed double sums), the same
+// bits on every run. Weighted products pass w * u as u. A workspace keeps the
+// chunks' partial sums between calls.
 template <class ExecutionSpace, class T, class MemorySpace, class UView, class CView>
 void transpose_product(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basis,
-                       const UView& u, const CView& c) {
+                       const UView& u, const CView& c,
+                       CompactProductWorkspace<MemorySpace>* workspace = nullptr) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Member = typename Policy::member_type;
   using Sum = typename CView::non_const_value_type;
-  using Scratch = Kokkos::View<Sum*, typename ExecutionSpace::scratch_memory_space,
+  constexpr bool host = detail::compact_basis_on_host<ExecutionSpace>;
+  // CPU teams sum in Sum; GPU teams in exact fixed point.
+  using Accumulator = std::conditional_t<host, Sum, long long>;
+  using Scratch = Kokkos::View<Accumulator*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const int k = basis.basis_size, width = basis.width();
-  Kokkos::deep_copy(space, c, Sum(0));
-  if (rows == 0 || blocks == 0) return;
+  if (rows == 0 || blocks == 0) {
+    Kokkos::deep_copy(space, c, Sum(0));
+    return;
+  }
   const std::int64_t rows_per_team = detail::compact_rows_per_team(space, rows, blocks);
   const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
+  CompactProductWorkspace<MemorySpace> local_workspace;
+  const auto partials =
+      (workspace ? *workspace : local_workspace).reserve(chunks > 1 ? blocks * chunks * k : 0);
+  const double values_bound = host ? 1.0 : detail::value_bound(space, basis);
   const auto first = basis.first;
   const auto values = basis.values;
   constexpr int team_size = detail::compact_team_size<ExecutionSpace>();
@@ -156,14 +252,18 @@ void transpose_product(const ExecutionSpace& space, const CompactBasis<T, Memory
           .set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(k))),
       KOKKOS_LAMBDA(const Member& member) {
         const std::int64_t j = member.league_rank() / chunks;
-        const std::int64_t begin = (member.league_rank() % chunks) * rows_per_team;
+        const std::int64_t chunk = member.league_rank() % chunks;
+        const std::int64_t begin = chunk * rows_per_team;
         const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
         Scratch sums(member.team_scratch(0), k);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) { sums(a) = 0; });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k),
+                             [&](int a) { sums(a) = Accumulator(0); });
         member.team_barrier();
         // nvcc refuses captures that first appear inside `if constexpr`.
-        (void)first, (void)values, (void)u, (void)width;
-        if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
+        (void)first, (void)values, (void)u, (void)width, (void)values_bound;
+        double inverse_scale = 1;  // GPU: 1 / S
+        bool finite = true;
+        if constexpr (host) {
           // One thread per team: a plain loop over raw rows, so that the
           // compiler keeps the streams' pointers in registers.
           const int* columns = &first(j, 0);
@@ -184,18 +284,41 @@ void transpose_product(const ExecutionSpace& space, const CompactBasis<T, Memory
             rows_of(width);
           }
         } else {
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
-            const Sum weight = u(i);
-            const int column = first(j, i);
-            for (int q = 0; q < width; ++q)
-              detail::scratch_add<ExecutionSpace>(&sums(column + q), Sum(values(j, q, i)) * weight);
-          });
+          // The chunk's largest |u| bounds every sum: |sum| <= rows x bound x max|u|.
+          double u_max = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(member, begin, end),
+              [&](std::int64_t i, double& largest_so_far) {
+                const double magnitude = compat::math::fabs(double(u(i)));
+                const double counted =
+                    compat::math::isfinite(magnitude) ? magnitude : largest<double>();
+                if (counted > largest_so_far) largest_so_far = counted;
+              },
+              Kokkos::Max<double>(u_max));
+          const double bound = u_max * values_bound * double(end - begin);
+          finite = compat::math::isfinite(bound);
+          const double scale = detail::fixed_point_scale(bound);
+          inverse_scale = 1 / scale;
+          if (finite)
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
+              const double weight = double(u(i)) * scale;
+              const int column = first(j, i);
+              for (int q = 0; q < width; ++q)
+                Kokkos::atomic_add(&sums(column + q),
+                                   detail::to_fixed_point(double(values(j, q, i)), weight));
+            });
         }
         member.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) {
-          if (sums(a) != Sum(0)) Kokkos::atomic_add(&c(j * k + a), sums(a));
+          const double total =
+              finite ? double(sums(a)) * inverse_scale : compat::math::sqrt(-1.0);  // NaN
+          if (chunks == 1)
+            c(j * k + a) = Sum(total);
+          else
+            partials((j * chunks + chunk) * k + a) = total;
         });
       });
+  if (chunks > 1) detail::add_chunks_in_order(space, partials, blocks, chunks, k, c);
 }
 
 // y(i) = sum_j sum_a B_j(i, a) coefficients[j k + a] (y overwritten).
@@ -221,14 +344,17 @@ void apply(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basi
 // out[(j k + a) k + b] = sum_i w(i) B_j(i, a) B_partner(i, b) for every block
 // j, with partner = j when `partner` < 0 (the blocks' own B_j^T W B_j) and
 // the block `partner` otherwise. An empty w means weights of one. out: p k k
-// values, zeroed here.
+// values; the same bits on every run.
 template <class ExecutionSpace, class T, class MemorySpace, class WView, class OutView>
 void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basis,
-                    const WView& w, std::int64_t partner, const OutView& out) {
+                    const WView& w, std::int64_t partner, const OutView& out,
+                    CompactProductWorkspace<MemorySpace>* workspace = nullptr) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Member = typename Policy::member_type;
   using Sum = typename OutView::non_const_value_type;
-  using Scratch = Kokkos::View<Sum*, typename ExecutionSpace::scratch_memory_space,
+  constexpr bool host = detail::compact_basis_on_host<ExecutionSpace>;
+  using Accumulator = std::conditional_t<host, Sum, long long>;
+  using Scratch = Kokkos::View<Accumulator*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const int k = basis.basis_size, width = basis.width();
@@ -238,17 +364,24 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
   if (w.extent(0) != 0 && static_cast<std::int64_t>(w.extent(0)) != rows)
     throw std::invalid_argument("kpl::cross_products: " + std::to_string(w.extent(0)) +
                                 " weights for " + std::to_string(rows) + " rows");
-  Kokkos::deep_copy(space, out, Sum(0));
-  if (rows == 0 || blocks == 0) return;
+  if (rows == 0 || blocks == 0) {
+    Kokkos::deep_copy(space, out, Sum(0));
+    return;
+  }
   const bool weighted = w.extent(0) != 0;
-  const std::int64_t rows_per_team = detail::compact_rows_per_team(space, rows, blocks);
+  const std::int64_t rows_per_team = detail::cross_rows_per_team(space, rows, blocks);
   const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
+  const std::int64_t entries = std::int64_t(k) * k;
+  CompactProductWorkspace<MemorySpace> local_workspace;
+  const auto partials = (workspace ? *workspace : local_workspace)
+                            .reserve(chunks > 1 ? blocks * chunks * entries : 0);
+  const double values_bound = host ? 1.0 : detail::value_bound(space, basis);
   const auto first = basis.first;
   const auto values = basis.values;
   constexpr int team_size = detail::compact_team_size<ExecutionSpace>();
-  // k x k sums per team: in shared memory while they fit (k <= 78 doubles on
-  // an H100), else in the slower level-1 scratch.
-  const std::size_t scratch_bytes = Scratch::shmem_size(k * k);
+  // k x k sums per team: in shared memory while they fit (k <= 78 on an
+  // H100), else in the slower level-1 scratch.
+  const std::size_t scratch_bytes = Scratch::shmem_size(entries);
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
   Kokkos::parallel_for(
       "kpl::compact_basis::cross_products",
@@ -256,14 +389,18 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
           .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
       KOKKOS_LAMBDA(const Member& member) {
         const std::int64_t j = member.league_rank() / chunks;
+        const std::int64_t chunk = member.league_rank() % chunks;
         const std::int64_t other = partner < 0 ? j : partner;
-        const std::int64_t begin = (member.league_rank() % chunks) * rows_per_team;
+        const std::int64_t begin = chunk * rows_per_team;
         const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-        Scratch sums(member.team_scratch(level), k * k);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k * k), [&](int a) { sums(a) = 0; });
+        Scratch sums(member.team_scratch(level), entries);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries),
+                             [&](int a) { sums(a) = Accumulator(0); });
         member.team_barrier();
-        (void)first, (void)values, (void)w, (void)weighted, (void)width;  // see above
-        if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
+        (void)first, (void)values, (void)w, (void)weighted, (void)width, (void)values_bound;
+        double inverse_scale = 1;  // GPU: 1 / S
+        bool finite = true;
+        if constexpr (host) {
           // One thread per team: raw streams, the 4 x 4 outer product of
           // cubic splines unrolled (its rows are contiguous in `sums`).
           const int* row_columns = &first(j, 0);
@@ -291,23 +428,47 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
           } else {
             rows_of(width);
           }
-        } else
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
-            const Sum weight = weighted ? Sum(w(i)) : Sum(1);
-            if (weight == Sum(0)) return;
-            const int row_column = first(j, i), column_column = first(other, i);
-            for (int q = 0; q < width; ++q) {
-              const Sum left = weight * Sum(values(j, q, i));
-              for (int r = 0; r < width; ++r)
-                detail::scratch_add<ExecutionSpace>(&sums((row_column + q) * k + column_column + r),
-                                                    left * Sum(values(other, r, i)));
-            }
-          });
+        } else {
+          // |sum| <= rows x max|w| x bound^2.
+          double w_max = 1;
+          if (weighted)
+            Kokkos::parallel_reduce(
+                Kokkos::TeamThreadRange(member, begin, end),
+                [&](std::int64_t i, double& largest_so_far) {
+                  const double magnitude = compat::math::fabs(double(w(i)));
+                  const double counted =
+                      compat::math::isfinite(magnitude) ? magnitude : largest<double>();
+                  if (counted > largest_so_far) largest_so_far = counted;
+                },
+                Kokkos::Max<double>(w_max));
+          const double bound = w_max * values_bound * values_bound * double(end - begin);
+          finite = compat::math::isfinite(bound);
+          const double scale = detail::fixed_point_scale(bound);
+          inverse_scale = 1 / scale;
+          if (finite)
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
+              const double weight = weighted ? double(w(i)) : 1.0;
+              if (weight == 0) return;
+              const int row_column = first(j, i), column_column = first(other, i);
+              for (int q = 0; q < width; ++q) {
+                const double left = weight * double(values(j, q, i)) * scale;
+                for (int r = 0; r < width; ++r)
+                  Kokkos::atomic_add(&sums((row_column + q) * k + column_column + r),
+                                     detail::to_fixed_point(double(values(other, r, i)), left));
+              }
+            });
+        }
         member.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k * k), [&](int a) {
-          if (sums(a) != Sum(0)) Kokkos::atomic_add(&out(j * k * k + a), sums(a));
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](int a) {
+          const double total =
+              finite ? double(sums(a)) * inverse_scale : compat::math::sqrt(-1.0);  // NaN
+          if (chunks == 1)
+            out(j * entries + a) = Sum(total);
+          else
+            partials((j * chunks + chunk) * entries + a) = total;
         });
       });
+  if (chunks > 1) detail::add_chunks_in_order(space, partials, blocks, chunks, entries, out);
 }
 
 }  // namespace kpl

@@ -147,8 +147,10 @@ void gam_select(const ExecutionSpace& space, std::int64_t learners, const ScoreV
       "kpl::gam::select", Policy(space, 1, team_size), KOKKOS_LAMBDA(const Member& member) {
         const ArgMin<double> op;
         auto best = op.identity();
+        // (A NaN score counts as +infinity: it never wins.)
         for (std::int64_t j = member.team_rank(); j < learners; j += member.team_size())
-          op.combine(best, op.lift(scores(j), j));
+          op.combine(best,
+                     op.lift(compat::math::isnan(scores(j)) ? largest<double>() : scores(j), j));
         best = team_reduce(member, op, best);
         Kokkos::single(Kokkos::PerTeam(member), [&] {
           selected(iteration) = static_cast<int>(best.index);
