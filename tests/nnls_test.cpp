@@ -772,8 +772,13 @@ struct QrSequence {
   KOKKOS_INLINE_FUNCTION void operator()(const typename Solver::Member& member) const {
     const auto storage = solver.workspace.system(
         0, solver.parameters.rows, solver.parameters.columns, solver.parameters.max_passive);
+    // Columns at their own scale (measure_system would set these).
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, solver.parameters.columns),
-                         [&](std::int64_t j) { storage.position[j] = kpl::detail::not_passive; });
+                         [&](std::int64_t j) {
+                           storage.position[j] = kpl::detail::not_passive;
+                           storage.column_scales[j] = 1.0;
+                           storage.column_exponents[j] = 0;
+                         });
     member.team_barrier();
     int k = 0;
     for (std::size_t o = 0; o < operations.extent(0); ++o) {

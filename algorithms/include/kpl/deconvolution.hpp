@@ -71,8 +71,9 @@ struct DeconvolutionOptions {
 };
 
 // The passive-set cap deconvolve starts from, and the device bytes one
-// waveform needs at that cap (workspace, waveform, solution, fit, pulse):
-// what deconvolve_file divides its memory budget by.
+// waveform needs at that cap (workspace, waveform, solution, fit, pulse, and
+// the copies a retry at a larger cap makes): what deconvolve_file divides its
+// memory budget by.
 inline std::int64_t deconvolution_first_passive_cap(std::int64_t samples,
                                                     const DeconvolutionOptions& options) {
   if (options.nnls.max_passive > 0)
@@ -85,30 +86,53 @@ std::int64_t deconvolution_bytes_per_waveform(std::int64_t samples, std::int64_t
                                               bool pulse_per_waveform,
                                               const DeconvolutionOptions& options) {
   const std::int64_t cap = deconvolution_first_passive_cap(samples, options);
-  // Waveform, x and fit; residual norm; iterations, status, 2 column counts.
-  const std::int64_t vectors = 3 * samples * sizeof(T) + sizeof(T) + 4 * sizeof(int) +
+  // Waveform, x and fit; residual norm and KKT residual; iterations,
+  // status, 2 column counts; the pulse.
+  const std::int64_t vectors = 3 * samples * sizeof(T) + 2 * sizeof(T) + 4 * sizeof(int) +
                                (pulse_per_waveform ? pulse_length * sizeof(T) : 0);
-  return nnls_workspace_bytes_per_system<T>(samples, samples, cap) + vectors;
+  // A retried waveform's copies (waveform, pulse, solution, index): at most
+  // one per waveform of the chunk, so the retries stay inside the budget.
+  const std::int64_t retry =
+      2 * samples * sizeof(T) + pulse_length * sizeof(T) + 2 * sizeof(T) + 5 * sizeof(int);
+  return nnls_workspace_bytes_per_system<T>(samples, samples, cap) + vectors + retry;
 }
 
 namespace detail {
 
-// fit = A x, one thread per sample: fit[w, i] = sum_j s[i - j + c] x[w, j].
-template <class ExecutionSpace, class T, class XView, class FitView>
+// fit = A x, one thread per sample: fit[w, i] = sum_j s[i - j + c] x[w, j],
+// summed with the pulse brought to unit scale by a power of two (exact), so
+// that no partial sum overflows unless the fit itself does. A waveform whose
+// fit is not finite (its x or fit past the precision's range) is marked
+// numerical_issue.
+template <class ExecutionSpace, class T, class XView, class FitView, class StatusView>
 void toeplitz_apply(const ExecutionSpace& space, const ToeplitzColumns<T>& columns, const XView& x,
-                    const FitView& fit) {
+                    const FitView& fit, const StatusView& status) {
   const std::int64_t waveforms = fit.extent(0), m = fit.extent(1);
   Kokkos::parallel_for(
       "kpl::deconvolution::fit",
       Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {waveforms, m}),
       KOKKOS_LAMBDA(const std::int64_t w, const std::int64_t i) {
+        T pulse_max = 0;
+        for (std::int64_t t = 0; t < columns.pulse_length; ++t) {
+          const T tap = compat::math::fabs(columns.pulse[w * columns.pulse_stride + t]);
+          if (tap > pulse_max) pulse_max = tap;
+        }
+        const int exponent = detail::unit_scale_exponent(pulse_max);
+        const T scale = detail::power_of_two<T>(-exponent);
         // Columns j whose band holds row i: i - j + c in [0, L).
         const std::int64_t first = i + columns.origin - columns.pulse_length + 1;
         const std::int64_t last = i + columns.origin;
         T sum = 0;
         for (std::int64_t j = first > 0 ? first : 0; j <= last && j < m; ++j)
-          sum += columns(w, i, j) * x(w, j);
-        fit(w, i) = sum;
+          sum += scale * columns(w, i, j) * x(w, j);
+        fit(w, i) = detail::scale_by_power_of_two(sum, exponent);
+      });
+  Kokkos::parallel_for(
+      "kpl::deconvolution::check_fit", Kokkos::RangePolicy<ExecutionSpace>(space, 0, waveforms),
+      KOKKOS_LAMBDA(const std::int64_t w) {
+        bool finite = true;
+        for (std::int64_t i = 0; i < m; ++i) finite = finite && compat::math::isfinite(fit(w, i));
+        if (!finite) status(w) = static_cast<int>(NnlsStatus::numerical_issue);
       });
 }
 
@@ -213,7 +237,7 @@ void deconvolve(
           });
     }
   }
-  detail::toeplitz_apply(space, columns, solution.x, fit);
+  detail::toeplitz_apply(space, columns, solution.x, fit, solution.status);
 }
 
 struct DeconvolutionFileOptions {

@@ -269,22 +269,33 @@ NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::
 
 namespace detail {
 
-// max |a_ij| of a rank-2 View, a NaN or Inf counting as infinite.
-template <class ExecutionSpace, class AView>
-typename AView::non_const_value_type max_magnitude(const ExecutionSpace& space, const AView& A) {
+// unit(i, j) = 2^-e_j A(i, j), e_j bringing column j's largest |A(i, j)|
+// into [1, 2) as NnlsTeamSolve::measure_system does; false (unit unset) if A
+// holds a NaN or Inf.
+template <class ExecutionSpace, class AView, class UnitView>
+bool unit_scaled_columns(const ExecutionSpace& space, const AView& A, const UnitView& unit) {
   using T = typename AView::non_const_value_type;
-  T result = T(0);
+  const std::int64_t rows = A.extent(0);
+  int non_finite = 0;
   Kokkos::parallel_reduce(
-      "kpl::nnls::max_magnitude",
-      Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(
-          space, {0, 0}, {std::int64_t(A.extent(0)), std::int64_t(A.extent(1))}),
-      KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j, T& largest_so_far) {
-        const T value =
-            compat::math::isfinite(A(i, j)) ? compat::math::fabs(A(i, j)) : kpl::largest<T>();
-        if (value > largest_so_far) largest_so_far = value;
+      "kpl::nnls::unit_scaled_columns",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, std::int64_t(A.extent(1))),
+      KOKKOS_LAMBDA(const std::int64_t j, int& bad) {
+        T largest_so_far = T(0);
+        for (std::int64_t i = 0; i < rows; ++i) {
+          const T value = A(i, j);
+          if (!compat::math::isfinite(value)) {
+            ++bad;
+            return;
+          }
+          const T magnitude = compat::math::fabs(value);
+          if (magnitude > largest_so_far) largest_so_far = magnitude;
+        }
+        const T scale = power_of_two<T>(-unit_scale_exponent(largest_so_far));
+        for (std::int64_t i = 0; i < rows; ++i) unit(i, j) = scale * A(i, j);
       },
-      Kokkos::Max<T>(result));
-  return result;
+      non_finite);
+  return non_finite == 0;
 }
 
 template <class ExecutionSpace, class BView>
@@ -312,7 +323,7 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
                 const NnlsOptions& options,
                 NnlsWorkspace<ExecutionSpace, typename BView::non_const_value_type>* workspace,
                 const typename BView::non_const_value_type* cross_products,
-                std::int64_t cross_products_stride, int cross_products_exponent = 0) {
+                std::int64_t cross_products_stride) {
   using T = typename BView::non_const_value_type;
   static_assert(std::is_floating_point_v<T>, "kpl::nnls solves float or double systems");
   static_assert(BView::rank == 2, "kpl::nnls: b is [systems, rows]");
@@ -345,8 +356,7 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
                                                             pointers,
                                                             outputs,
                                                             cross_products,
-                                                            cross_products_stride,
-                                                            cross_products_exponent};
+                                                            cross_products_stride};
   if constexpr (detail::runs_on_host_v<ExecutionSpace>) {
     Kokkos::parallel_for("kpl::nnls::team_per_system",
                          Kokkos::TeamPolicy<ExecutionSpace>(space, systems, 1, 1), functor);
@@ -453,34 +463,20 @@ void nnls(
     const Matrix cross_products(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::cross_products"), columns,
         columns);
-    // A^T A of A brought to unit scale (max |a_ij| in [1, 2), exactly), so
-    // that it neither over- nor underflows whatever A's units; the kernel
-    // rescales it as it scales A. With a NaN or Inf in A every system
-    // reports it, from the residual path.
-    const T a_max = detail::max_magnitude(space, A);
-    if (!(a_max <= std::numeric_limits<T>::max())) {
+    // A^T A of A D, every column brought to unit scale (its largest |a_ij|
+    // into [1, 2), exactly) as the kernel brings it: it neither over- nor
+    // underflows whatever the units of A's columns. With a NaN or Inf in A
+    // every system reports it, from the residual path.
+    const Matrix a_unit(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::A_unit"), rows,
+                        columns);
+    if (!detail::unit_scaled_columns(space, A, a_unit)) {
       detail::solve_nnls(space, dense, rows, columns, b, solution, options, workspace, nullptr, 0);
       return;
     }
-    const int exponent = detail::unit_scale_exponent(a_max);
-    if (std::is_same_v<typename AView::array_layout, Kokkos::LayoutLeft> && exponent == 0) {
-      compat::kokkos_blas_gemm(space, "T", "N", T(1), A, A, T(0), cross_products);
-    } else {
-      const Matrix a_unit(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::A_unit"),
-                          rows, columns);
-      const T scale = detail::power_of_two<T>(-exponent);
-      Kokkos::parallel_for(
-          "kpl::nnls::unit_scale_layout_left",
-          Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {rows, columns}),
-          KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j) {
-            a_unit(i, j) = scale * A(i, j);
-          });
-      compat::kokkos_blas_gemm(space, "T", "N", T(1), a_unit, a_unit, T(0), cross_products);
-    }
+    compat::kokkos_blas_gemm(space, "T", "N", T(1), a_unit, a_unit, T(0), cross_products);
     // (Kokkos waits for the device before freeing these Views' memory.)
     detail::solve_nnls(space, dense, rows, columns, b, solution, options, workspace,
-                       cross_products.data(), static_cast<std::int64_t>(cross_products.stride(1)),
-                       exponent);
+                       cross_products.data(), static_cast<std::int64_t>(cross_products.stride(1)));
   }
 }
 

@@ -57,24 +57,24 @@ namespace detail {
 // Everything one team needs about its system's workspace.
 template <class T>
 struct NnlsSystemStorage {
-  T* q;                // [max_passive][rows], column j at q + j * rows
-  T* r;                // [max_passive][max_passive], column-major
-  T* q_transpose_b;    // u, [max_passive]
-  T* solution;         // z, [max_passive], the passive least-squares solution
-  T* right_hand_side;  // back-substitution scratch, [max_passive]
-  T* residual;         // b - A x, [rows]
-  T* candidate;        // the entering column as it is orthogonalised, [rows]
-  T* gradient;         // w = A^T (b - A x), [columns]
-  T* b_projections;    // A^T b, [columns] (kept only when w comes from A^T A)
-  T* inverse_norms;    // 1 / ||a_j||_2 (0 for a zero column), [columns]
-  T* triangle;         // a 32 x 32 diagonal block of R in team scratch, or nullptr
-  int* passive;        // passive[p]: the column at position p of P-hat
-  int* position;       // position[j]: j's place in P-hat, or not_passive / rejected
-  // The system is solved as (a_scale A) x' = b_scale b (powers of two):
-  // every entry the solver reads is multiplied as it is loaded.
-  T a_scale;
+  T* q;                   // [max_passive][rows], column j at q + j * rows
+  T* r;                   // [max_passive][max_passive], column-major
+  T* q_transpose_b;       // u, [max_passive]
+  T* solution;            // z, [max_passive], the passive least-squares solution
+  T* right_hand_side;     // back-substitution scratch, [max_passive]
+  T* residual;            // b - A x, [rows]
+  T* candidate;           // the entering column as it is orthogonalised, [rows]
+  T* gradient;            // w = A^T (b - A x), [columns]
+  T* b_projections;       // A^T b, [columns] (kept only when w comes from A^T A)
+  T* inverse_norms;       // 1 / ||a_j||_2 of the scaled column (0 for a zero column), [columns]
+  T* column_scales;       // 2^-e_j, bringing column j's largest |a_ij| into [1, 2), [columns]
+  T* triangle;            // a 32 x 32 diagonal block of R in team scratch, or nullptr
+  int* passive;           // passive[p]: the column at position p of P-hat
+  int* position;          // position[j]: j's place in P-hat, or not_passive / rejected
+  int* column_exponents;  // e_j, [columns]
+  // The system is solved as (A D) x' = b_scale b with D = diag(column_scales)
+  // (powers of two): every entry the solver reads is scaled as it is loaded.
   T b_scale;
-  T cross_scale;  // what the cross products are multiplied by, (a_scale 2^e)^2
 };
 
 template <class T>
@@ -116,11 +116,11 @@ struct NnlsWorkspacePointers {
   KOKKOS_INLINE_FUNCTION static std::int64_t values_needed(std::int64_t rows, std::int64_t columns,
                                                            std::int64_t max_passive) {
     return max_passive * rows + max_passive * max_passive + 3 * max_passive + 2 * rows +
-           3 * columns;
+           4 * columns;
   }
   KOKKOS_INLINE_FUNCTION static std::int64_t indices_needed(std::int64_t columns,
                                                             std::int64_t max_passive) {
-    return max_passive + columns;
+    return max_passive + 2 * columns;
   }
   KOKKOS_INLINE_FUNCTION NnlsSystemStorage<T> system(std::int64_t s, std::int64_t rows,
                                                      std::int64_t columns,
@@ -147,12 +147,13 @@ struct NnlsWorkspacePointers {
     storage.b_projections = v;
     v += columns;
     storage.inverse_norms = v;
+    v += columns;
+    storage.column_scales = v;
     storage.triangle = nullptr;
     storage.passive = i;
     storage.position = i + max_passive;
-    storage.a_scale = T(1);
+    storage.column_exponents = i + max_passive + columns;
     storage.b_scale = T(1);
-    storage.cross_scale = T(1);
     return storage;
   }
 };
@@ -215,9 +216,9 @@ struct NnlsTeamSolve {
   NnlsOutputs<T> outputs;
   // A^T A (column j at cross_products + j * cross_products_stride) when A is
   // shared and the gradient comes from cross products; nullptr otherwise.
+  // Formed from A D, the columns scaled as measure_system scales them.
   const T* cross_products = nullptr;
   std::int64_t cross_products_stride = 0;
-  int cross_products_exponent = 0;  // cross_products = 2^(-2 e) A^T A
 
   // ---------------------------------------------------------- team helpers
   template <class Element>
@@ -325,7 +326,7 @@ struct NnlsTeamSolve {
     subtract_passive_product(
         member, parameters.rows,
         [&](std::int64_t i) { return s.b_scale * b_system[i * b_row_stride]; },
-        [&](std::int64_t i, int j) { return s.a_scale * columns(system, i, j); }, s, x,
+        [&](std::int64_t i, int j) { return s.column_scales[j] * columns(system, i, j); }, s, x,
         passive_count, s.residual);
   }
 
@@ -343,13 +344,10 @@ struct NnlsTeamSolve {
       return;
     }
     const std::int64_t stride = cross_products_stride;
-    const T cross_scale = s.cross_scale;
     subtract_passive_product(
         member, parameters.columns, [&](std::int64_t j) { return s.b_projections[j]; },
-        [&](std::int64_t j, int column) {
-          return cross_scale * cross_products[column * stride + j];
-        },
-        s, x, passive_count, s.gradient);
+        [&](std::int64_t j, int column) { return cross_products[column * stride + j]; }, s, x,
+        passive_count, s.gradient);
   }
 
   // w_j = a_j^T r for every column (the passive ones' too: 0 in exact
@@ -365,14 +363,15 @@ struct NnlsTeamSolve {
           const RowRange range = columns.rows_of(system, j);
           Accumulator sum[4] = {0, 0, 0, 0};
           std::int64_t i = range.begin;
-          // (a_scale applied per entry: raw entries near the type's largest
-          // would overflow in a_ij r_i.)
+          // (The column's scale applied per entry: raw entries near the
+          // type's largest would overflow in a_ij r_i.)
+          const T scale = s.column_scales[j];
           for (; i + 3 < range.end; i += 4)
             for (int u = 0; u < 4; ++u)
-              sum[u] += Accumulator(s.a_scale * columns(system, i + u, j)) *
-                        Accumulator(s.residual[i + u]);
+              sum[u] +=
+                  Accumulator(scale * columns(system, i + u, j)) * Accumulator(s.residual[i + u]);
           for (; i < range.end; ++i)
-            sum[0] += Accumulator(s.a_scale * columns(system, i, j)) * Accumulator(s.residual[i]);
+            sum[0] += Accumulator(scale * columns(system, i, j)) * Accumulator(s.residual[i]);
           s.gradient[j] = T((sum[0] + sum[1]) + (sum[2] + sum[3]));
         }
       });
@@ -393,12 +392,15 @@ struct NnlsTeamSolve {
       if (range.end < range.begin) range.end = range.begin;
       // A group's slots past its last column re-read column `first`; their
       // sums are dropped.
+      T scales[columns_per_group];
+      for (int c = 0; c < columns_per_group; ++c)
+        scales[c] = s.column_scales[first + (c < count ? c : 0)];
       const auto sums = group_sums(
           member, int(range.end - range.begin),
           [&](int offset, T* values) {
             for (int c = 0; c < columns_per_group; ++c)
               values[c] =
-                  s.a_scale * columns(system, range.begin + offset, first + (c < count ? c : 0));
+                  scales[c] * columns(system, range.begin + offset, first + (c < count ? c : 0));
           },
           [&](int offset) { return s.residual[range.begin + offset]; });
       Kokkos::single(Kokkos::PerThread(member), [&] {
@@ -423,7 +425,8 @@ struct NnlsTeamSolve {
     // The candidate (a_j, zero outside its band) and its norm in one pass.
     const RowRange range = columns.rows_of(system, j);
     const T column_norm = T(compat::math::sqrt(team_sum(member, m, [&](std::int64_t i) {
-      const T value = i >= range.begin && i < range.end ? s.a_scale * columns(system, i, j) : T(0);
+      const T value =
+          i >= range.begin && i < range.end ? s.column_scales[j] * columns(system, i, j) : T(0);
       s.candidate[i] = value;
       return value * value;
     })));
@@ -707,14 +710,14 @@ struct NnlsTeamSolve {
   }
 
   // ------------------------------------------------- the system's scale
-  // Per system, A and b are multiplied by powers of two that bring their
-  // largest magnitudes into [1, 2) (detail/power_of_two.hpp): exact, so the
-  // solve takes the same steps whatever units the data came in. Gradients
-  // are judged per unit column norm, w_j / ||a_j||, which makes the method
-  // that of A with normalised columns (x_j >= 0 is invariant under positive
-  // column scaling): each column's units drop out too.
+  // Per system, each column of A and b are multiplied by the powers of two
+  // that bring their largest magnitudes into [1, 2) (detail/power_of_two.hpp,
+  // column equilibration): exact, so the solve takes the same steps whatever
+  // units A, its columns and b came in, and nothing over- or underflows on
+  // the way. NNLS is invariant under positive column scaling (x_j >= 0 holds
+  // for x_j as for 2^e x_j), so x_j = 2^(b_exponent - e_j) x'_j. Gradients
+  // are judged per unit column norm, w_j / ||a_j||.
   struct SystemScale {
-    int a_exponent = 0;  // a_scale = 2^-a_exponent
     int b_exponent = 0;  // b_scale = 2^-b_exponent
     T b_norm = 0;        // ||b_scale b||_2
     bool finite = true;  // no NaN or Inf in A or b
@@ -725,61 +728,48 @@ struct NnlsTeamSolve {
     return compat::math::isfinite(value) ? compat::math::fabs(value) : largest<T>();
   }
 
-  // max over every column j of per_column(j, band of j); one thread per
-  // column, whose vector lanes per_column may use. 0 without columns.
-  template <class PerColumn>
-  KOKKOS_INLINE_FUNCTION T max_over_columns(const Member& member, std::int64_t system,
-                                            const PerColumn& per_column) const {
-    const Max<T> op;
-    T result = op.identity();
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(member, parameters.columns),
-        [&](std::int64_t j, T& partial) {
-          const RowRange range = columns.rows_of(system, j);
-          const std::int64_t length = range.end > range.begin ? range.end - range.begin : 0;
-          op.combine(partial, per_column(j, range.begin, length));
-        },
-        detail::OpReducer<Max<T>>(op, result));
-    return result > T(0) ? result : T(0);
-  }
-
-  // Sets s.a_scale, s.b_scale and s.inverse_norms and returns the rest.
+  // Sets s.column_scales, s.column_exponents, s.inverse_norms and s.b_scale.
   KOKKOS_INLINE_FUNCTION SystemScale measure_system(const Member& member, std::int64_t system,
                                                     NnlsSystemStorage<T>& s) const {
     const T* b_system = b + system * b_system_stride;
     SystemScale scale;
-    const T a_max = max_over_columns(
-        member, system, [&](std::int64_t j, std::int64_t begin, std::int64_t length) {
-          return vector_reduce(member, int(length), Max<T>{}, [&](int offset) {
-            return magnitude(columns(system, begin + offset, j));
+    // Per column: its largest |a_ij|, its scale, and its norm after scaling.
+    const Max<T> max_op;
+    T a_max = max_op.identity();
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, parameters.columns),
+        [&](std::int64_t j, T& largest_so_far) {
+          const RowRange range = columns.rows_of(system, j);
+          const int length = range.end > range.begin ? int(range.end - range.begin) : 0;
+          const T column_max = vector_reduce(member, length, Max<T>{}, [&](int offset) {
+            return magnitude(columns(system, range.begin + offset, j));
           });
-        });
+          const int exponent = unit_scale_exponent(column_max > T(0) ? column_max : T(0));
+          const T column_scale = power_of_two<T>(-exponent);
+          Accumulator sum = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(member, length),
+              [&](int offset, Accumulator& partial) {
+                const Accumulator value = column_scale * columns(system, range.begin + offset, j);
+                partial += value * value;
+              },
+              sum);
+          Kokkos::single(Kokkos::PerThread(member), [&] {
+            s.column_exponents[j] = exponent;
+            s.column_scales[j] = column_scale;
+            s.inverse_norms[j] = sum > 0 ? T(1 / compat::math::sqrt(sum)) : T(0);
+          });
+          max_op.combine(largest_so_far, column_max);
+        },
+        detail::OpReducer<Max<T>>(max_op, a_max));
     const T b_max = team_combine(member, parameters.rows, Max<T>{}, [&](std::int64_t i) {
       return magnitude(b_system[i * b_row_stride]);
     });
-    // (Without rows the team's Max is its identity, -infinity.)
-    scale.finite = compat::math::isfinite(a_max) && b_max < largest<T>();
+    // (Without rows or columns a team's Max is its identity, -infinity.)
+    scale.finite = a_max < largest<T>() && b_max < largest<T>();
     if (!scale.finite) return scale;
-    scale.a_exponent = unit_scale_exponent(a_max);
     scale.b_exponent = unit_scale_exponent(b_max > T(0) ? b_max : T(0));
-    s.a_scale = power_of_two<T>(-scale.a_exponent);
     s.b_scale = power_of_two<T>(-scale.b_exponent);
-    // 1 for a shared A: its cross products were formed at this same scale.
-    s.cross_scale = power_of_two<T>(2 * (cross_products_exponent - scale.a_exponent));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, parameters.columns), [&](std::int64_t j) {
-      const RowRange range = columns.rows_of(system, j);
-      Accumulator sum = 0;
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, range.end > range.begin ? range.end - range.begin : 0),
-          [&](std::int64_t offset, Accumulator& partial) {
-            const Accumulator value = s.a_scale * columns(system, range.begin + offset, j);
-            partial += value * value;
-          },
-          sum);
-      Kokkos::single(Kokkos::PerThread(member),
-                     [&] { s.inverse_norms[j] = sum > 0 ? T(1 / compat::math::sqrt(sum)) : T(0); });
-    });
-    member.team_barrier();
     scale.b_norm = T(compat::math::sqrt(team_sum(member, parameters.rows, [&](std::int64_t i) {
       const Accumulator value = s.b_scale * b_system[i * b_row_stride];
       return value * value;
@@ -1009,11 +999,17 @@ struct NnlsTeamSolve {
     if (progress.status == static_cast<int>(NnlsStatus::converged) &&
         !(kkt <= parameters.kkt_tolerance))
       progress.status = static_cast<int>(NnlsStatus::kkt_not_met);
-    // x = (a_scale / b_scale) x', ||b - A x|| = ||r'|| / b_scale.
-    const int x_exponent = scale.b_exponent - scale.a_exponent;
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](std::int64_t j) {
-      x_at(x, j, stride) = scale_by_power_of_two(x_at(x, j, stride), x_exponent);
-    });
+    // x_j = 2^(b_exponent - e_j) x'_j, ||b - A x|| = 2^b_exponent ||r'||. An
+    // x_j past the precision's range (A's entries denormal, b's huge) is no
+    // solution: numerical_issue.
+    const bool x_finite =
+        team_sum(member, n, [&](std::int64_t j) {
+          T& value = x_at(x, j, stride);
+          if (scale.finite)
+            value = scale_by_power_of_two(value, scale.b_exponent - s.column_exponents[j]);
+          return compat::math::isfinite(value) ? 0 : 1;
+        }) == 0;
+    if (!x_finite) progress.status = static_cast<int>(NnlsStatus::numerical_issue);
     Kokkos::single(Kokkos::PerTeam(member), [&] {
       outputs.residual_norm[system] = scale.finite
                                           ? scale_by_power_of_two(residual_norm, scale.b_exponent)
