@@ -263,7 +263,7 @@ void transpose_product(const ExecutionSpace& space, const CompactBasis<T, Memory
         (void)first, (void)values, (void)u, (void)width, (void)values_bound;
         double inverse_scale = 1;  // GPU: 1 / S
         bool finite = true;
-        if constexpr (host) {
+        if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
           // One thread per team: a plain loop over raw rows, so that the
           // compiler keeps the streams' pointers in registers.
           const int* columns = &first(j, 0);
@@ -397,10 +397,11 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries),
                              [&](int a) { sums(a) = Accumulator(0); });
         member.team_barrier();
-        (void)first, (void)values, (void)w, (void)weighted, (void)width, (void)values_bound;
+        (void)first, (void)values, (void)w, (void)weighted, (void)width, (void)values_bound,
+            (void)k;
         double inverse_scale = 1;  // GPU: 1 / S
         bool finite = true;
-        if constexpr (host) {
+        if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
           // One thread per team: raw streams, the 4 x 4 outer product of
           // cubic splines unrolled (its rows are contiguous in `sums`).
           const int* row_columns = &first(j, 0);
