@@ -23,3 +23,17 @@ kpl_configure_and_build() {
   cmake --build "$build_dir" -j "$(nproc)"
   KPL_BUILD_DIR=$build_dir
 }
+
+# Prints the first Python 3 (Debian's /usr/bin/python3 first, then python3 on
+# the PATH) that can import every module named; nothing if none can. A
+# python3 earlier on the PATH (pyenv, conda) often lacks Debian's modules.
+kpl_python_with() {
+  local candidate
+  for candidate in /usr/bin/python3 python3; do
+    command -v "$candidate" >/dev/null 2>&1 || continue
+    if "$candidate" -c "import $(IFS=,; echo "$*")" >/dev/null 2>&1; then
+      printf '%s\n' "$candidate"
+      return 0
+    fi
+  done
+}

@@ -20,8 +20,9 @@ echo "report written to $KPL_BUILD_DIR/self_check_report.h5"
 "$kpl" gam fit --input "$kpl_root/inputs/gam_small.h5" --output "$KPL_BUILD_DIR/gam_small_model.h5"
 "$kpl" gam predict --model "$KPL_BUILD_DIR/gam_small_model.h5" \
   --input "$kpl_root/inputs/gam_small.h5" --output "$KPL_BUILD_DIR/gam_small_prediction.h5"
-if /usr/bin/env python3 -c "import h5py, matplotlib" 2>/dev/null; then
-  python3 "$kpl_root/scripts/plot_gam_effects.py" --kpl "$kpl" \
+plot_python=$(kpl_python_with h5py matplotlib)
+if [ -n "$plot_python" ]; then
+  "$plot_python" "$kpl_root/scripts/plot_gam_effects.py" --kpl "$kpl" \
     --model "$KPL_BUILD_DIR/gam_small_model.h5" --data "$kpl_root/inputs/gam_small.h5" \
     --output "$KPL_BUILD_DIR/gam_small_effects.png"
 else

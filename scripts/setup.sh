@@ -5,10 +5,10 @@
 #   source scripts/setup.sh      # also exports KPL_KOKKOS_ROOT
 #
 # - Debian packages: compilers, CMake, Ninja, HDF5, GoogleTest, Google
-#   Benchmark, CLI11 and OpenBLAS, and Python 3 with matplotlib and h5py for
-#   the perf suite's runner and plots (perf/run_suite.py) and the GAM's
-#   partial-effect plots (scripts/plot_gam_effects.py); installed only where
-#   missing.
+#   Benchmark, CLI11 and OpenBLAS, and Python 3 with matplotlib, h5py, NumPy
+#   and pytest for the perf suite's runner and plots (perf/run_suite.py), the
+#   GAM's partial-effect plots (scripts/plot_gam_effects.py) and the
+#   hostile-input tests (tests/hostile); installed only where missing.
 # - Kokkos: a caller's install is used as it is (Kokkos_ROOT, and
 #   KokkosKernels_ROOT when Kokkos Kernels lives elsewhere). Without one,
 #   Kokkos and Kokkos Kernels 3.4.01 are built with Serial and OpenMP from
@@ -31,7 +31,7 @@ kpl_as_root() {
 
 KPL_DEBIAN_PACKAGES=(g++ cmake ninja-build pkg-config libhdf5-dev libgtest-dev libgmock-dev
                      libbenchmark-dev libcli11-dev libopenblas-dev python3 python3-matplotlib
-                     python3-h5py)
+                     python3-h5py python3-numpy python3-pytest)
 
 kpl_install_packages() {
   local missing=() package

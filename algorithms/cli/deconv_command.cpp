@@ -48,8 +48,12 @@ Command add_deconv_command(CLI::App& root) {
           nnls_status_legend() +
           "), /kkt_residual [W]. Tolerances are relative: results do not depend on the units of "
           "the pulse and the waveforms");
-  app->add_option("--input", arguments->input, "HDF5 file with /pulse and /waveforms")->required();
-  app->add_option("--output", arguments->output, "HDF5 file to write")->required();
+  app->add_option("--input", arguments->input, "HDF5 file with /pulse and /waveforms")
+      ->check(non_empty_path)
+      ->required();
+  app->add_option("--output", arguments->output, "HDF5 file to write")
+      ->check(non_empty_path)
+      ->required();
   pulse_origins.add(app, "--pulse-origin", arguments->pulse_origin,
                     "Sample of the pulse aligned with a return: start (causal, A[i, j] = "
                     "s[i - j]) or center (A[i, j] = s[i - j + L/2])");

@@ -72,8 +72,12 @@ Command add_gam_fit_command(CLI::App& gam) {
       "/risk [mstop + 1], /offset, /coefficients [p, k], /lambda, /df [p], /boundary [p, 2], "
       "settings as attributes; with --cv also /cv_risk [K, mstop + 1]. A fit whose risk or "
       "coefficients stop being finite is an error and writes no model");
-  app->add_option("--input", arguments->input, "HDF5 file with /X and /y")->required();
-  app->add_option("--output", arguments->output, "Model file to write")->required();
+  app->add_option("--input", arguments->input, "HDF5 file with /X and /y")
+      ->check(non_empty_path)
+      ->required();
+  app->add_option("--output", arguments->output, "Model file to write")
+      ->check(non_empty_path)
+      ->required();
   app->add_option("--basis-size", options.gam.basis_size,
                   "B-spline functions per covariate (k - degree - 1 interior knots)")
       ->check(CLI::Range(3, 256))
@@ -90,11 +94,13 @@ Command add_gam_fit_command(CLI::App& gam) {
       ->check(CLI::Range(1, 3))
       ->capture_default_str();
   app->add_option("--df", options.gam.df, "Degrees of freedom of every learner, in (0, k]")
+      ->check(finite_number)
       ->check(CLI::Range(1e-6, 256.0))
       ->capture_default_str();
   df_definitions.add(app, "--df-definition", arguments->df_definition,
                      "trace: tr(S) (Sieminski & Lee); trace2: tr(2S - S^T S) (mboost's default)");
   app->add_option("--nu", options.gam.nu, "Step length, in (0, 1]")
+      ->check(finite_number)
       ->check(CLI::Range(1e-12, 1.0))
       ->capture_default_str();
   app->add_option("--mstop", options.gam.mstop, "Boosting iterations")
@@ -108,6 +114,7 @@ Command add_gam_fit_command(CLI::App& gam) {
                   "rows")
       ->check(CLI::Range(2, 1 << 20));
   app->add_option("--cv-seed", options.cv_seed, "Seed of the fold assignment")
+      ->check(non_negative_integer)
       ->capture_default_str();
   gam_modes.add(app, "--mode", arguments->mode,
                 "direct: B^T u from the basis every iteration; gram (gaussian): kept up to date "

@@ -25,9 +25,15 @@ Command add_gam_predict_command(CLI::App& gam) {
       "for poisson) and, with --partial-effects, /partial_effects [n, p]; covariates outside the "
       "training range continue linearly. A model file that is not a complete kpl model (unknown "
       "family or penalty, a missing attribute) is refused");
-  app->add_option("--model", arguments->model, "Model file from kpl gam fit")->required();
-  app->add_option("--input", arguments->input, "HDF5 file with /X [n, p]")->required();
-  app->add_option("--output", arguments->output, "HDF5 file to write")->required();
+  app->add_option("--model", arguments->model, "Model file from kpl gam fit")
+      ->check(non_empty_path)
+      ->required();
+  app->add_option("--input", arguments->input, "HDF5 file with /X [n, p]")
+      ->check(non_empty_path)
+      ->required();
+  app->add_option("--output", arguments->output, "HDF5 file to write")
+      ->check(non_empty_path)
+      ->required();
   app->add_flag("--partial-effects", arguments->partial_effects,
                 "Also write each covariate's f_j(x_j)");
   return {app, [arguments] {

@@ -1,5 +1,6 @@
 // `kpl info`: versions, backends, concurrency, the GPU.
 #include "command.hpp"
+#include "options.hpp"
 
 #include <kpl/info.hpp>
 

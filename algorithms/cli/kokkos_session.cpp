@@ -5,6 +5,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -12,19 +15,29 @@
 namespace kpl::cli {
 namespace {
 
-// Routes std::cout to std::cerr for one scope.
+// Sends whatever is written to stdout (file descriptor 1: printf and
+// std::cout alike) to stderr for one scope.
 class StdoutToStderr {
  public:
-  explicit StdoutToStderr(bool active)
-      : saved_(active ? std::cout.rdbuf(std::cerr.rdbuf()) : nullptr) {}
+  explicit StdoutToStderr(bool active) {
+    if (!active) return;
+    std::cout.flush();
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
   ~StdoutToStderr() {
-    if (saved_ != nullptr) std::cout.rdbuf(saved_);
+    if (saved_ < 0) return;
+    std::cout.flush();
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
   }
   StdoutToStderr(const StdoutToStderr&) = delete;
   StdoutToStderr& operator=(const StdoutToStderr&) = delete;
 
  private:
-  std::streambuf* saved_;
+  int saved_ = -1;
 };
 
 // The value of "--kokkos-name=value" as an integer in [low, high].

@@ -33,8 +33,8 @@ std::vector<std::string> checked_kokkos_arguments(const std::vector<std::string>
 // set by default would pin concurrent kpl processes onto the same cores.
 void set_environment_defaults();
 
-// Kokkos::initialize / finalize around one command, with std::cout routed to
-// std::cerr meanwhile (Kokkos 3.4 prints its warnings on stdout).
+// Kokkos::initialize / finalize around one command, with stdout routed to
+// stderr meanwhile (Kokkos 3.4 prints its warnings on stdout).
 class KokkosSession {
  public:
   explicit KokkosSession(std::vector<std::string> arguments, bool quiet_stdout = true);

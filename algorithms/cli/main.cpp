@@ -55,6 +55,29 @@ void describe_root(CLI::App& app) {
              exit_status_legend());
 }
 
+// "gam frob": CLI11 says only that a subcommand is required; name the word
+// it did not know and the ones it would have. Empty if there is none.
+const CLI::App* find_child(const CLI::App& parent, const std::string& name) {
+  for (const auto* child : parent.get_subcommands([](const CLI::App*) { return true; }))
+    if (child->check_name(name)) return child;
+  return nullptr;
+}
+
+std::string unknown_subcommand(const CLI::App& app, const std::vector<std::string>& arguments) {
+  for (std::size_t a = 0; a + 1 < arguments.size(); ++a) {
+    const auto* parent = find_child(app, arguments[a]);
+    if (parent == nullptr) continue;
+    const auto children = parent->get_subcommands([](const CLI::App*) { return true; });
+    const std::string& word = arguments[a + 1];
+    if (children.empty() || word.rfind("-", 0) == 0 || find_child(*parent, word) != nullptr)
+      continue;
+    std::string known;
+    for (const auto* child : children) known += (known.empty() ? "" : ", ") + child->get_name();
+    return "unknown " + arguments[a] + " command '" + word + "' (" + known + ")";
+  }
+  return {};
+}
+
 // Parses; a usage error or --help/--version ends the run here (returns >= 0).
 int parse(CLI::App& app, const std::vector<std::string>& arguments) {
   try {
@@ -66,7 +89,8 @@ int parse(CLI::App& app, const std::vector<std::string>& arguments) {
   } catch (const CLI::CallForVersion& request) {
     return app.exit(request);
   } catch (const CLI::ParseError& error) {
-    std::cerr << "kpl: " << error.what() << " (see kpl --help)\n";
+    const std::string unknown = unknown_subcommand(app, arguments);
+    std::cerr << "kpl: " << (unknown.empty() ? error.what() : unknown) << " (see kpl --help)\n";
     return exit_usage;
   }
   if (app.get_subcommands().empty()) {

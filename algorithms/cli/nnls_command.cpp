@@ -42,8 +42,12 @@ Command add_nnls_command(CLI::App& root) {
           nnls_status_legend() +
           "), /kkt_residual [B]. Every tolerance is relative to the data: results do not depend "
           "on the units of A and b");
-  app->add_option("--input", arguments->input, "HDF5 file with /A and /b")->required();
-  app->add_option("--output", arguments->output, "HDF5 file to write")->required();
+  app->add_option("--input", arguments->input, "HDF5 file with /A and /b")
+      ->check(non_empty_path)
+      ->required();
+  app->add_option("--output", arguments->output, "HDF5 file to write")
+      ->check(non_empty_path)
+      ->required();
   add_solver_options(app, arguments->solver, "min(m, n)");
   gradients.add(app, "--gradient", arguments->solver.gradient,
                 "Where the gradient A^T (b - A x) comes from after x changes: residual (A read "

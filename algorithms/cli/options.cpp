@@ -4,7 +4,9 @@
 
 #include <kpl/hdf5_io.hpp>
 
+#include <cmath>
 #include <iostream>
+#include <string>
 
 namespace kpl::cli {
 
@@ -28,6 +30,33 @@ const Choices<GemvStrategy> gemv_strategies({GemvStrategy::automatic, GemvStrate
                                              GemvStrategy::kokkos_kernels});
 const Choices<DfDefinition> df_definitions({DfDefinition::trace, DfDefinition::trace_2s_sts});
 
+const CLI::Validator finite_number(
+    [](std::string& text) {
+      try {
+        std::size_t used = 0;
+        const double value = std::stod(text, &used);
+        if (used == text.size() && std::isfinite(value)) return std::string();
+      } catch (...) {
+      }
+      return "'" + text + "' is not a finite number";
+    },
+    "FINITE");
+
+const CLI::Validator non_negative_integer(
+    [](std::string& text) {
+      if (!text.empty() && text.size() <= 20 &&
+          text.find_first_not_of("0123456789") == std::string::npos)
+        return std::string();
+      return "'" + text + "' is not a non-negative integer";
+    },
+    "UINT");
+
+const CLI::Validator non_empty_path(
+    [](std::string& text) {
+      return text.empty() ? std::string("a file name is required") : std::string();
+    },
+    "PATH");
+
 void add_solver_options(CLI::App* command, SolverArguments& arguments,
                         const std::string& max_passive_default) {
   precisions.add(command, "--precision", arguments.precision, "Arithmetic precision");
@@ -40,12 +69,14 @@ void add_solver_options(CLI::App* command, SolverArguments& arguments,
                    "A zero-set column enters while its gradient w_j = a_j^T (b - A x) exceeds "
                    "this x ||a_j|| ||b|| (relative: the units of A and b do not matter; default "
                    "10 eps max(m, n))")
+      ->check(finite_number)
       ->check(CLI::Range(0.0, 1.0));
   command
       ->add_option("--kkt-tolerance", arguments.nnls.kkt_tolerance,
                    "A system is reported converged only if the KKT check after the solve finds "
                    "no violation above this x ||a_j|| ||b|| (written as /kkt_residual; default "
                    "10 eps max(m, n))")
+      ->check(finite_number)
       ->check(CLI::Range(0.0, 1.0));
   command
       ->add_option("--max-passive", arguments.nnls.max_passive,

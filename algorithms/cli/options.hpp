@@ -57,6 +57,12 @@ extern const Choices<GamBasis> gam_bases;
 extern const Choices<GemvStrategy> gemv_strategies;
 extern const Choices<DfDefinition> df_definitions;
 
+// Validators: a finite number (NaN and +-Inf are refused by name), a
+// non-negative integer (seeds: "-1" would wrap to 2^64 - 1), a non-empty path.
+extern const CLI::Validator finite_number;
+extern const CLI::Validator non_negative_integer;
+extern const CLI::Validator non_empty_path;
+
 // The solver options `kpl nnls` and `kpl deconv` share.
 struct SolverArguments {
   std::string precision = "double";

@@ -43,8 +43,11 @@ Command add_self_check_command(CLI::App& root) {
       "self-check",
       "Run kpl's checks on every enabled backend against the reference values in an HDF5 input "
       "(inputs/self_check.h5 in the source tree)");
-  app->add_option("--input", arguments->input, "HDF5 input with the references")->required();
-  app->add_option("--output", arguments->output, "Also write the results to this HDF5 file");
+  app->add_option("--input", arguments->input, "HDF5 input with the references")
+      ->check(non_empty_path)
+      ->required();
+  app->add_option("--output", arguments->output, "Also write the results to this HDF5 file")
+      ->check(non_empty_path);
   return {app, [arguments] {
             if (!arguments->output.empty()) {
               hdf5::require_distinct(arguments->output, {arguments->input});

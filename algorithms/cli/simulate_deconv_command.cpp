@@ -30,11 +30,16 @@ Command add_simulate_deconv_command(CLI::App& simulate) {
   app->add_option("--samples", simulation.samples, "Samples per waveform")
       ->check(CLI::Range(std::int64_t(50), std::int64_t(1) << 30))
       ->capture_default_str();
-  app->add_option("--seed", simulation.seed, "Random seed")->capture_default_str();
+  app->add_option("--seed", simulation.seed, "Random seed")
+      ->check(non_negative_integer)
+      ->capture_default_str();
   app->add_option("--noise", simulation.noise, "Standard deviation of the added noise")
+      ->check(finite_number)
       ->check(CLI::Range(0.0, 1e300))
       ->capture_default_str();
-  app->add_option("--output", arguments->output, "HDF5 file to write")->required();
+  app->add_option("--output", arguments->output, "HDF5 file to write")
+      ->check(non_empty_path)
+      ->required();
   return {app, [arguments] {
             clean_stale_partials(arguments->output);
             simulate_deconvolution_file(arguments->simulation, arguments->output);

@@ -36,11 +36,16 @@ Command add_simulate_gam_command(CLI::App& simulate) {
                   "Covariates with an effect (at most --p)")
       ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 30))
       ->capture_default_str();
-  app->add_option("--seed", simulation.seed, "Random seed")->capture_default_str();
+  app->add_option("--seed", simulation.seed, "Random seed")
+      ->check(non_negative_integer)
+      ->capture_default_str();
   app->add_option("--noise-variance", simulation.noise_variance, "Variance of the noise")
+      ->check(finite_number)
       ->check(CLI::Range(0.0, 1e300))
       ->capture_default_str();
-  app->add_option("--output", arguments->output, "HDF5 file to write")->required();
+  app->add_option("--output", arguments->output, "HDF5 file to write")
+      ->check(non_empty_path)
+      ->required();
   return {app, [arguments] {
             const auto& simulation = arguments->simulation;
             if (simulation.informative > simulation.covariates)

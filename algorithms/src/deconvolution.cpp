@@ -24,8 +24,7 @@ struct InputShape {
 
 InputShape check_input(const hdf5::InputFile& input) {
   const std::string where = "'" + input.path() + "': ";
-  for (const char* name : {"/pulse", "/waveforms"})
-    if (!input.has_dataset(name)) throw input_error(where + "dataset " + name + " is missing");
+  // (shape() says what is wrong: missing, a group, virtual, ...)
   const auto pulse = input.shape("/pulse");
   const auto waveforms = input.shape("/waveforms");
   if (waveforms.size() != 2)
@@ -75,7 +74,7 @@ ResourceNeeds deconvolution_needs(const InputShape& shape, std::int64_t chunk,
 template <class T>
 void require_finite_input(const hdf5::InputFile& input, const InputShape& shape,
                           std::int64_t chunk) {
-  const hdf5::ReadRequirements finite{true, false};
+  const hdf5::ReadRequirements finite{true, false, false};
   if (!shape.pulse_per_waveform) input.read<T, 1>("/pulse", finite);
   for (std::int64_t first = 0; first < shape.waveforms; first += chunk) {
     const std::int64_t count = std::min(chunk, shape.waveforms - first);
@@ -108,7 +107,8 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
       "kpl deconv on '" + input.path() + "'",
       deconvolution_needs<T>(shape, summary.waveforms_per_chunk, per_waveform_bytes, output_path));
   require_finite_input<T>(input, shape, summary.waveforms_per_chunk);
-  const hdf5::ReadRequirements finite{true, false};
+  const hdf5::ReadRequirements finite{true, false, false};
+  const hdf5::ReadRequirements checked{true, false, true};  // by require_finite_input
 
   Kokkos::View<T**, Kokkos::LayoutRight, Memory> shared_pulse;
   if (!shape.pulse_per_waveform) {
@@ -133,12 +133,12 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
   Kokkos::Timer timer;
   for (std::int64_t first = 0; first < shape.waveforms; first += summary.waveforms_per_chunk) {
     const std::int64_t count = std::min(summary.waveforms_per_chunk, shape.waveforms - first);
-    const auto waveforms_host = input.read_rows<T, 2>("/waveforms", first, count, finite);
+    const auto waveforms_host = input.read_rows<T, 2>("/waveforms", first, count, checked);
     const auto waveforms = Kokkos::create_mirror_view_and_copy(Memory{}, waveforms_host);
     Kokkos::View<T**, Kokkos::LayoutRight, Memory> pulses = shared_pulse;
     if (shape.pulse_per_waveform)
       pulses = Kokkos::create_mirror_view_and_copy(
-          Memory{}, input.read_rows<T, 2>("/pulse", first, count, finite));
+          Memory{}, input.read_rows<T, 2>("/pulse", first, count, checked));
     NnlsSolution<Space, T> solution(count, m);
     Kokkos::View<T**, Kokkos::LayoutRight, Memory> fit(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::deconv::fit"), count, m);

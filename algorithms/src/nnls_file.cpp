@@ -194,9 +194,6 @@ void write_solver_settings(hdf5::OutputFile& output, const std::string& input_pa
 NnlsFileSummary solve_nnls_file(const std::string& input_path, const std::string& output_path,
                                 const NnlsFileOptions& options) {
   const hdf5::InputFile input(input_path);
-  for (const char* name : {"/A", "/b"})
-    if (!input.has_dataset(name))
-      throw input_error("'" + input_path + "': dataset " + name + " is missing");
   return options.single_precision ? nnls_file_detail::solve<float>(input, output_path, options)
                                   : nnls_file_detail::solve<double>(input, output_path, options);
 }

@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -290,7 +292,15 @@ std::vector<std::size_t> InputFile::shape(const std::string& dataset) const {
   if (!link_exists(file_, name, path_)) {
     throw input_error(in_quotes(path_) + ": dataset " + name + " is missing");
   }
-  if (!is_dataset(file_, name)) throw input_error(where + " is not a dataset");
+  if (!is_dataset(file_, name)) {
+    Handle object(H5Oopen(file_, name.c_str(), local_links_only()), H5Oclose);
+    const bool group = object.valid() && H5Iget_type(object.get()) == H5I_GROUP;
+    throw input_error(in_quotes(path_) + ": " + name +
+                      (group            ? " is a group, not a dataset"
+                       : object.valid() ? " is not a dataset"
+                                        : " is a link that leads to no object (dangling, or a "
+                                          "loop of soft links)"));
+  }
   Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!set.valid()) throw input_error(where + " cannot be opened");
   // Data stored outside the file (external raw files, virtual datasets that
@@ -305,6 +315,18 @@ std::vector<std::size_t> InputFile::shape(const std::string& dataset) const {
     throw input_error(where +
                       " keeps its data in external raw files; kpl reads only data held in the "
                       "input file itself");
+  const int filters = H5Pget_nfilters(creation.get());
+  for (int f = 0; f < filters; ++f) {
+    unsigned flags = 0, configuration = 0;
+    std::size_t values = 0;
+    char filter_name[64] = {0};
+    const H5Z_filter_t filter =
+        H5Pget_filter2(creation.get(), unsigned(f), &flags, &values, nullptr, sizeof filter_name,
+                       filter_name, &configuration);
+    if (filter >= 0 && H5Zfilter_avail(filter) <= 0)
+      throw input_error(where + " is compressed with the HDF5 filter '" + filter_name + "' (id " +
+                        std::to_string(filter) + "), which this HDF5 library does not have");
+  }
   Handle space(H5Dget_space(set.get()), H5Sclose);
   const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0) throw input_error(where + " has no readable shape");
@@ -382,6 +404,67 @@ void InputFile::read_raw(const std::string& dataset, element_type type, void* da
     throw input_error(in_quotes(path_) + ": dataset " + name +
                       " could not be read (damaged file?)");
   }
+}
+
+void InputFile::check_float_range(const std::string& dataset, std::size_t first_row,
+                                  const std::vector<std::size_t>& extents) const {
+  QuietErrors quiet;
+  const std::string name = absolute(dataset);
+  {
+    Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+    Handle stored(H5Dget_type(set.get()), H5Tclose);
+    if (!stored.valid() || H5Tget_class(stored.get()) != H5T_FLOAT ||
+        H5Tget_size(stored.get()) <= sizeof(float))
+      return;
+  }
+  std::size_t row_elements = 1;
+  for (std::size_t d = 1; d < extents.size(); ++d) row_elements *= extents[d];
+  if (row_elements == 0 || extents.empty()) return;
+  const std::size_t block_rows = std::max<std::size_t>(1, (std::size_t(1) << 20) / row_elements);
+  // An overflow is refused at once; an underflow (a non-zero value float
+  // holds only as a denormal or 0) only if it mattered: if it is above float's
+  // rounding of the dataset's largest value (a Gaussian's 1e-40 tails next to
+  // 1 round away as they would anyway; data all at 1e-150 would become 0).
+  const auto coordinate_of = [&](std::size_t row, std::size_t e) {
+    std::vector<std::size_t> coordinate(extents.size());
+    for (std::size_t d = extents.size(); d-- > 1;) {
+      coordinate[d] = e % extents[d];
+      e /= extents[d];
+    }
+    coordinate[0] = first_row + row + e;
+    return coordinate;
+  };
+  const auto refuse = [&](double value, const std::vector<std::size_t>& coordinate,
+                          const std::string& why) {
+    throw input_error(in_quotes(path_) + ": dataset " + name + " holds " + format_number(value) +
+                      " at " + shape_text(coordinate) + ", " + why +
+                      ": solve in double precision, or rescale the data");
+  };
+  double largest_value = 0, largest_underflow = 0;
+  std::vector<std::size_t> underflow_at;
+  std::vector<double> values;
+  for (std::size_t done = 0; done < extents[0]; done += block_rows) {
+    std::vector<std::size_t> block = extents;
+    block[0] = std::min(block_rows, extents[0] - done);
+    values.resize(block[0] * row_elements);
+    read_raw_rows(dataset, element_type::float64, values.data(), first_row + done, block);
+    for (std::size_t e = 0; e < values.size(); ++e) {
+      const double magnitude = std::fabs(values[e]);
+      if (!std::isfinite(magnitude) || magnitude == 0) continue;  // the finite check's business
+      if (magnitude > double(std::numeric_limits<float>::max()))
+        refuse(values[e], coordinate_of(done, e), "beyond the range of float (3.4e+38)");
+      largest_value = std::max(largest_value, magnitude);
+      if (magnitude < double(std::numeric_limits<float>::min()) && magnitude > largest_underflow) {
+        largest_underflow = magnitude;
+        underflow_at = coordinate_of(done, e);
+      }
+    }
+  }
+  if (largest_underflow > largest_value * double(std::numeric_limits<float>::epsilon()))
+    refuse(largest_underflow, underflow_at,
+           "below the normal range of float (1.2e-38) and not negligible beside the dataset's "
+           "largest value (" +
+               format_number(largest_value) + ")");
 }
 
 void InputFile::check_row_range(const std::string& dataset, std::size_t first_row,

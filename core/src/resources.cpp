@@ -2,6 +2,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace kpl {
 
@@ -25,6 +27,19 @@ std::int64_t read_limit_file(const char* path) {
   } catch (...) {
     return -1;
   }
+}
+// A "VmSize:"-style line of /proc/self/status, in bytes (0 if absent).
+std::int64_t process_status_bytes(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    std::istringstream fields(line.substr(key.size()));
+    std::int64_t kib = 0;
+    fields >> kib;
+    return kib * 1024;
+  }
+  return 0;
 }
 }  // namespace
 
@@ -69,6 +84,16 @@ std::int64_t host_memory_available() {
   }
   if (cgroup_limit > 0 && cgroup_limit < (limit >> 1)) {
     const std::int64_t room = cgroup_limit - (cgroup_used > 0 ? cgroup_used : 0);
+    if (available < 0 || room < available) available = room > 0 ? room : 0;
+  }
+  // The process's own limits (ulimit -v, -d): what is left of them.
+  for (const auto& [resource, status_key] :
+       {std::pair{RLIMIT_AS, "VmSize:"}, std::pair{RLIMIT_DATA, "VmData:"}}) {
+    struct rlimit process_limit {};
+    if (::getrlimit(resource, &process_limit) != 0 || process_limit.rlim_cur == RLIM_INFINITY)
+      continue;
+    const std::int64_t room =
+        std::int64_t(process_limit.rlim_cur) - process_status_bytes(status_key);
     if (available < 0 || room < available) available = room > 0 ? room : 0;
   }
   return available >= 0 ? available : limit;

@@ -56,6 +56,9 @@ using HostArray =
 struct ReadRequirements {
   bool finite = false;       // reject NaN and +-Inf (floating types only)
   bool allow_empty = false;  // accept a dataset with zero elements
+  // The values were checked by an earlier read of the same rows (finite,
+  // within float's range): skip those checks.
+  bool already_checked = false;
 };
 
 // An HDF5 file opened for reading. Opening fails with input_error when the path
@@ -103,6 +106,7 @@ class InputFile {
       array = HostArray<T, Rank>(Kokkos::view_alloc(Kokkos::WithoutInitializing, dataset),
                                  extents[0], extents[1], extents[2]);
     }
+    if constexpr (std::is_same_v<T, float>) check_float_range(dataset, 0, extents);
     read_raw(dataset, element_type_of<T>(), array.data(), array.size());
     if constexpr (std::is_floating_point_v<T>) {
       if (requirements.finite) check_finite(dataset, array.data(), extents);
@@ -130,9 +134,13 @@ class InputFile {
     } else {
       array = HostArray<T, Rank>(allocation, extents[0], extents[1], extents[2]);
     }
+    if constexpr (std::is_same_v<T, float>) {
+      if (!requirements.already_checked) check_float_range(dataset, first_row, extents);
+    }
     read_raw_rows(dataset, element_type_of<T>(), array.data(), first_row, extents);
     if constexpr (std::is_floating_point_v<T>) {
-      if (requirements.finite) check_finite(dataset, array.data(), extents, first_row);
+      if (requirements.finite && !requirements.already_checked)
+        check_finite(dataset, array.data(), extents, first_row);
     }
     return array;
   }
@@ -146,6 +154,12 @@ class InputFile {
  private:
   std::vector<std::size_t> checked_shape(const std::string& dataset, int rank, element_type type,
                                          bool allow_empty) const;
+  // Throws input_error when a float64 dataset read as float holds a finite
+  // value that float cannot hold at full precision (beyond 3.4e38, or
+  // non-zero below 1.2e-38 in magnitude): it would turn into Inf or 0, or
+  // lose its digits, silently. Reads the rows as double in blocks.
+  void check_float_range(const std::string& dataset, std::size_t first_row,
+                         const std::vector<std::size_t>& extents) const;
   // Throws input_error when extents x element_size overflows, resource_error
   // when the host has too little memory for it.
   void require_memory(const std::string& dataset, const std::vector<std::size_t>& extents,

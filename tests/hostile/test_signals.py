@@ -1,0 +1,104 @@
+"""Case 8: signals during a run -> exit 128 + n, no output and no *.partial-* file."""
+import glob
+import os
+import resource
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import KPL, check, run_kpl
+
+
+@pytest.fixture(scope="module")
+def big_deconv(tmp_path_factory):
+    """~8000 waveforms of 432 samples: kpl deconv needs ~7 s on 2 cores."""
+    d = tmp_path_factory.mktemp("big")
+    res = run_kpl("simulate", "deconv", "--waveforms", 8000, "--samples", 432, "--seed", 3,
+                  "--output", d / "big.h5")
+    check(res, 0, r"wrote 8000 waveforms")
+    return d / "big.h5"
+
+
+def _interrupt(tmp_path, big, sig, after=1.0, preexec_fn=None):
+    out = tmp_path / "out.h5"
+    p = subprocess.Popen([KPL, "deconv", "--input", str(big), "--output", str(out), "--memory-budget", "8mb"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
+    time.sleep(after)
+    assert p.poll() is None, "kpl finished before the signal; the input is too small for this machine"
+    partial_seen = bool(glob.glob(str(out) + ".partial-*"))
+    p.send_signal(sig)
+    try:
+        stdout, stderr = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"kpl did not stop within 30 s of {sig.name}")
+    return p.returncode, stdout.decode(), stderr.decode(), out, partial_seen
+
+
+def _assert_clean(out):
+    assert not os.path.lexists(out), "output file left after a signal"
+    left = glob.glob(str(out) + ".partial-*")
+    assert not left, f"partial output left after a signal: {left}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_signal_exit_status_and_cleanup(tmp_path, big_deconv, sig):
+    rc, out_text, err, out, partial_seen = _interrupt(tmp_path, big_deconv, sig)
+    assert rc == 128 + sig, f"expected exit {128 + sig} after {sig.name}, got {rc}; stderr: {err!r}"
+    assert out_text == ""
+    assert partial_seen, "no partial file was being written when the signal came (test not meaningful)"
+    _assert_clean(out)
+
+
+# The other signals whose default action ends a process are handled the
+# same way: exit 128 + n, nothing left behind.
+@pytest.mark.parametrize("sig", [signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM, signal.SIGPIPE],
+                         ids=lambda s: s.name)
+def test_other_terminating_signals(tmp_path, big_deconv, sig):
+    rc, _, err, out, _ = _interrupt(tmp_path, big_deconv, sig)
+    assert rc == 128 + sig, f"expected exit {128 + sig} after {sig.name}, got {rc}; stderr: {err!r}"
+    _assert_clean(out)
+
+
+def test_sigkill_leftover_removed_by_next_run(tmp_path, big_deconv):
+    """SIGKILL cannot be caught: the next run on the same output cleans up."""
+    rc, _, _, out, _ = _interrupt(tmp_path, big_deconv, signal.SIGKILL, after=0.7)
+    assert rc == -signal.SIGKILL
+    left = glob.glob(str(out) + ".partial-*")
+    assert left, "expected the killed run's partial file"
+    res = run_kpl("simulate", "gam", "--n", 20, "--p", 2, "--informative", 1, "--output", out)
+    check(res, 0, r"removed '.*out\.h5\.partial-\d+', left by an interrupted run")
+    assert not glob.glob(str(out) + ".partial-*")
+
+
+# Exceeding RLIMIT_FSIZE raises SIGXFSZ: handled like SIGTERM.
+def test_file_size_limit_default_sigxfsz(tmp_path):
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+    res = run_kpl("simulate", "deconv", "--waveforms", 1000, "--output", tmp_path / "out.h5", preexec_fn=limit)
+    assert res[0] == 128 + signal.SIGXFSZ, f"status {res[0]}, stderr {res[2]!r}"
+    _assert_clean(tmp_path / "out.h5")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_signal_during_gam_fit(tmp_path, sig):
+    check(run_kpl("simulate", "gam", "--n", 20000, "--p", 20, "--informative", 5, "--output",
+                  tmp_path / "in.h5"), 0, r"wrote 20000 x 20")
+    out = tmp_path / "model.h5"
+    p = subprocess.Popen([KPL, "gam", "fit", "--input", str(tmp_path / "in.h5"), "--output", str(out),
+                          "--mstop", "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    assert p.poll() is None, "gam fit finished before the signal"
+    p.send_signal(sig)
+    try:
+        stdout, stderr = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"kpl gam fit did not stop within 30 s of {sig.name}")
+    assert p.returncode == 128 + sig, f"exit {p.returncode}; stderr {stderr.decode()!r}"
+    assert stdout == b""
+    _assert_clean(out)
