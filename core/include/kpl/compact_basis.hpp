@@ -35,6 +35,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace kpl {
 
@@ -125,9 +126,23 @@ KOKKOS_INLINE_FUNCTION double fixed_point_scale(double bound) {
   return power_of_two<double>(exponent);
 }
 
-KOKKOS_INLINE_FUNCTION long long to_fixed_point(double value, double scale) {
+// value x scale rounded to an integer, as the two's-complement bits that
+// unsigned 64-bit addition (the atomic GPUs have natively; a signed one
+// would be a compare-and-swap loop) adds exactly as signed addition would.
+KOKKOS_INLINE_FUNCTION unsigned long long to_fixed_point(double value, double scale) {
   const double scaled = value * scale;
-  return scaled >= 0 ? static_cast<long long>(scaled + 0.5) : -static_cast<long long>(0.5 - scaled);
+  const long long rounded =
+      scaled >= 0 ? static_cast<long long>(scaled + 0.5) : -static_cast<long long>(0.5 - scaled);
+  return static_cast<unsigned long long>(rounded);
+}
+
+// A GPU team's sum as the double it stands for (the scale removed exactly).
+template <class Accumulator>
+KOKKOS_INLINE_FUNCTION double team_sum_value(Accumulator sum, double inverse_scale) {
+  if constexpr (std::is_same_v<Accumulator, unsigned long long>)
+    return double(static_cast<long long>(sum)) * inverse_scale;
+  else
+    return double(sum);
 }
 
 // max |value| over the basis (a separate pass, for bases whose bound is not
@@ -215,24 +230,131 @@ void build_bspline_basis(const ExecutionSpace& space, const XView& X, const Mesh
   basis.value_bound = detail::measured_value_bound(space, basis);
 }
 
+namespace detail {
+
+// Where a team's sums go: straight into the result when a block has one
+// chunk, else into the chunk's partials (added in order afterwards).
+template <class OutView>
+struct ChunkSums {
+  OutView out;
+  Kokkos::View<double*, typename OutView::memory_space> partials;
+  std::int64_t chunks, entries;
+  KOKKOS_INLINE_FUNCTION void store(std::int64_t block, std::int64_t chunk, std::int64_t entry,
+                                    double total) const {
+    using Sum = typename OutView::non_const_value_type;
+    if (chunks == 1)
+      out(block * entries + entry) = Sum(total);
+    else
+      partials((block * chunks + chunk) * entries + entry) = total;
+  }
+};
+
+// CPU: one thread per team sums the chunk's rows in row order, through raw
+// streams the compiler keeps in registers (cubic splines unrolled).
+template <class ExecutionSpace, class T, class MemorySpace, class UView, class Output>
+void transpose_product_in_row_order(const ExecutionSpace& space,
+                                    const CompactBasis<T, MemorySpace>& basis, const UView& u,
+                                    std::int64_t rows_per_team, const Output& output) {
+  using Sum = double;
+  const std::int64_t rows = basis.rows(), chunks = output.chunks;
+  const int k = basis.basis_size, width = basis.width();
+  const auto first = basis.first;
+  const auto values = basis.values;
+  Kokkos::parallel_for(
+      "kpl::compact_basis::transpose_product",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.blocks() * chunks),
+      [=](const std::int64_t team) {
+        const std::int64_t j = team / chunks, chunk = team % chunks;
+        const std::int64_t begin = chunk * rows_per_team;
+        const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
+        std::vector<Sum> sums(std::size_t(k), Sum(0));
+        const int* columns = &first(j, 0);
+        const T* row_values = &values(j, 0, 0);
+        const std::int64_t stride = values.stride(1);
+        const auto rows_of = [&](auto width_constant) {
+          const int w = width_value(width_constant);
+          for (std::int64_t i = begin; i < end; ++i) {
+            const Sum weight = u(i);
+            Sum* target = sums.data() + columns[i];
+            for (int q = 0; q < w; ++q) target[q] += Sum(row_values[q * stride + i]) * weight;
+          }
+        };
+        if (width == 4) {
+          rows_of(std::integral_constant<int, 4>());
+        } else {
+          rows_of(width);
+        }
+        for (int a = 0; a < k; ++a) output.store(j, chunk, a, sums[a]);
+      });
+}
+
+// GPU: no atomics. Thread t owns entry a = t mod L (L: k rounded up to a
+// warp, at most the team) of one slice of the chunk's rows and sums, in row
+// order, the rows whose band holds a (first <= a < first + width); the
+// slices are then added in order. Every warp reads one row at a time (its
+// first index and u are one broadcast load each).
+template <class ExecutionSpace, class T, class MemorySpace, class UView, class Output>
+void transpose_product_by_owners(const ExecutionSpace& space,
+                                 const CompactBasis<T, MemorySpace>& basis, const UView& u,
+                                 std::int64_t rows_per_team, const Output& output) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  using Member = typename Policy::member_type;
+  using Scratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  constexpr int team_size = compact_team_size<ExecutionSpace>();
+  const std::int64_t rows = basis.rows(), chunks = output.chunks;
+  const int k = basis.basis_size, width = basis.width();
+  const int lanes = std::min(team_size, (k + 31) / 32 * 32);  // threads per slice
+  const int slices = team_size / lanes;
+  const int entries_per_thread = (k + lanes - 1) / lanes;
+  const auto first = basis.first;
+  const auto values = basis.values;
+  Kokkos::parallel_for(
+      "kpl::compact_basis::transpose_product",
+      Policy(space, static_cast<int>(basis.blocks() * chunks), team_size)
+          .set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(std::int64_t(slices) * k))),
+      KOKKOS_LAMBDA(const Member& member) {
+        const std::int64_t j = member.league_rank() / chunks;
+        const std::int64_t chunk = member.league_rank() % chunks;
+        const std::int64_t begin = chunk * rows_per_team;
+        const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
+        const int lane = member.team_rank() % lanes, slice = member.team_rank() / lanes;
+        const std::int64_t per_slice = (end - begin + slices - 1) / slices;
+        const std::int64_t slice_begin = begin + slice * per_slice;
+        const std::int64_t slice_end = slice_begin + per_slice < end ? slice_begin + per_slice : end;
+        Scratch sums(member.team_scratch(0), std::int64_t(slices) * k);
+        for (int e = 0; e < entries_per_thread; ++e) {
+          const int a = lane + e * lanes;
+          if (a >= k) break;
+          double sum = 0;
+          for (std::int64_t i = slice_begin; i < slice_end; ++i) {
+            const int q = a - first(j, i);
+            if (q >= 0 && q < width) sum += double(values(j, q, i)) * double(u(i));
+          }
+          sums(std::int64_t(slice) * k + a) = sum;
+        }
+        member.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) {
+          double total = 0;
+          for (int s = 0; s < slices; ++s) total += sums(std::int64_t(s) * k + a);
+          output.store(j, chunk, a, total);
+        });
+      });
+}
+
+}  // namespace detail
+
 // c[j k + a] = sum_i B_j(i, a) u(i) for every block j (c: p k values),
-// accumulated in c's type (a float basis may feed double sums), the same
-// bits on every run. Weighted products pass w * u as u. A workspace keeps the
-// chunks' partial sums between calls.
+// accumulated in double, the same bits on every run (see the top of this
+// file). Weighted products pass w * u as u. A workspace keeps the chunks'
+// partial sums between calls.
 template <class ExecutionSpace, class T, class MemorySpace, class UView, class CView>
 void transpose_product(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basis,
                        const UView& u, const CView& c,
                        CompactProductWorkspace<MemorySpace>* workspace = nullptr) {
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using Member = typename Policy::member_type;
   using Sum = typename CView::non_const_value_type;
-  constexpr bool host = detail::compact_basis_on_host<ExecutionSpace>;
-  // CPU teams sum in Sum; GPU teams in exact fixed point.
-  using Accumulator = std::conditional_t<host, Sum, long long>;
-  using Scratch = Kokkos::View<Accumulator*, typename ExecutionSpace::scratch_memory_space,
-                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
-  const int k = basis.basis_size, width = basis.width();
+  const int k = basis.basis_size;
   if (rows == 0 || blocks == 0) {
     Kokkos::deep_copy(space, c, Sum(0));
     return;
@@ -240,85 +362,15 @@ void transpose_product(const ExecutionSpace& space, const CompactBasis<T, Memory
   const std::int64_t rows_per_team = detail::compact_rows_per_team(space, rows, blocks);
   const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
   CompactProductWorkspace<MemorySpace> local_workspace;
-  const auto partials =
-      (workspace ? *workspace : local_workspace).reserve(chunks > 1 ? blocks * chunks * k : 0);
-  const double values_bound = host ? 1.0 : detail::value_bound(space, basis);
-  const auto first = basis.first;
-  const auto values = basis.values;
-  constexpr int team_size = detail::compact_team_size<ExecutionSpace>();
-  Kokkos::parallel_for(
-      "kpl::compact_basis::transpose_product",
-      Policy(space, static_cast<int>(blocks * chunks), team_size)
-          .set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(k))),
-      KOKKOS_LAMBDA(const Member& member) {
-        const std::int64_t j = member.league_rank() / chunks;
-        const std::int64_t chunk = member.league_rank() % chunks;
-        const std::int64_t begin = chunk * rows_per_team;
-        const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-        Scratch sums(member.team_scratch(0), k);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k),
-                             [&](int a) { sums(a) = Accumulator(0); });
-        member.team_barrier();
-        // nvcc refuses captures that first appear inside `if constexpr`.
-        (void)first, (void)values, (void)u, (void)width, (void)values_bound;
-        double inverse_scale = 1;  // GPU: 1 / S
-        bool finite = true;
-        if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
-          // One thread per team: a plain loop over raw rows, so that the
-          // compiler keeps the streams' pointers in registers.
-          const int* columns = &first(j, 0);
-          const T* row_values = &values(j, 0, 0);
-          const std::int64_t stride = values.stride(1);
-          Sum* local = sums.data();
-          const auto rows_of = [&](auto width_constant) {
-            const int w = detail::width_value(width_constant);  // cubic splines: unrolled
-            for (std::int64_t i = begin; i < end; ++i) {
-              const Sum weight = u(i);
-              Sum* target = local + columns[i];
-              for (int q = 0; q < w; ++q) target[q] += Sum(row_values[q * stride + i]) * weight;
-            }
-          };
-          if (width == 4) {
-            rows_of(std::integral_constant<int, 4>());
-          } else {
-            rows_of(width);
-          }
-        } else {
-          // The chunk's largest |u| bounds every sum: |sum| <= rows x bound x max|u|.
-          double u_max = 0;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(member, begin, end),
-              [&](std::int64_t i, double& largest_so_far) {
-                const double magnitude = compat::math::fabs(double(u(i)));
-                const double counted =
-                    compat::math::isfinite(magnitude) ? magnitude : largest<double>();
-                if (counted > largest_so_far) largest_so_far = counted;
-              },
-              Kokkos::Max<double>(u_max));
-          const double bound = u_max * values_bound * double(end - begin);
-          finite = compat::math::isfinite(bound);
-          const double scale = detail::fixed_point_scale(bound);
-          inverse_scale = 1 / scale;
-          if (finite)
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
-              const double weight = double(u(i)) * scale;
-              const int column = first(j, i);
-              for (int q = 0; q < width; ++q)
-                Kokkos::atomic_add(&sums(column + q),
-                                   detail::to_fixed_point(double(values(j, q, i)), weight));
-            });
-        }
-        member.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) {
-          const double total =
-              finite ? double(sums(a)) * inverse_scale : compat::math::sqrt(-1.0);  // NaN
-          if (chunks == 1)
-            c(j * k + a) = Sum(total);
-          else
-            partials((j * chunks + chunk) * k + a) = total;
-        });
-      });
-  if (chunks > 1) detail::add_chunks_in_order(space, partials, blocks, chunks, k, c);
+  const detail::ChunkSums<CView> output{
+      c, (workspace ? *workspace : local_workspace).reserve(chunks > 1 ? blocks * chunks * k : 0),
+      chunks, k};
+  if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
+    detail::transpose_product_in_row_order(space, basis, u, rows_per_team, output);
+  } else {
+    detail::transpose_product_by_owners(space, basis, u, rows_per_team, output);
+  }
+  if (chunks > 1) detail::add_chunks_in_order(space, output.partials, blocks, chunks, k, c);
 }
 
 // y(i) = sum_j sum_a B_j(i, a) coefficients[j k + a] (y overwritten).
@@ -353,7 +405,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
   using Member = typename Policy::member_type;
   using Sum = typename OutView::non_const_value_type;
   constexpr bool host = detail::compact_basis_on_host<ExecutionSpace>;
-  using Accumulator = std::conditional_t<host, Sum, long long>;
+  using Accumulator = std::conditional_t<host, Sum, unsigned long long>;
   using Scratch = Kokkos::View<Accumulator*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
@@ -461,8 +513,8 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
         }
         member.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](int a) {
-          const double total =
-              finite ? double(sums(a)) * inverse_scale : compat::math::sqrt(-1.0);  // NaN
+          const double total = finite ? detail::team_sum_value(sums(a), inverse_scale)
+                                      : compat::math::sqrt(-1.0);  // NaN
           if (chunks == 1)
             out(j * entries + a) = Sum(total);
           else
