@@ -128,7 +128,7 @@ const char* precision() {
 
 template <class Space, class T>
 void register_for() {
-  constexpr bool host = kpl::detail::runs_on_host_v<Space>;
+  constexpr bool host = kpl::impl::runs_on_host_v<Space>;
   const std::string suffix = std::string("/") + precision<T>();
   // Fit time vs n, the seed's grid of k, compact basis, both modes.
   const std::vector<std::int64_t> sizes = host ? std::vector<std::int64_t>{1000, 10000}

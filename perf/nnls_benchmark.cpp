@@ -131,7 +131,7 @@ const char* precision() {
 
 template <class Space, class T>
 void register_for() {
-  constexpr bool host = kpl::detail::runs_on_host_v<Space>;
+  constexpr bool host = kpl::impl::runs_on_host_v<Space>;
   const std::string suffix = std::string("/") + precision<T>();
   for (const auto& [name, kind] : {std::pair{"gauss512", Matrix::shifted_gaussians},
                                    std::pair{"uniform512", Matrix::uniform}}) {

@@ -2,7 +2,7 @@
 // the OpenMP tests really run on several threads.
 #include "execution_space_test.hpp"
 
-#include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
 
 #include <cstdint>
 #include <random>

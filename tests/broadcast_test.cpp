@@ -99,7 +99,7 @@ void check_shapes(const Shape& a_shape, const Shape& b_shape, const Op& op,
   // above the number of rows); the scratch variant only where the merged
   // shape is a matrix and vectors, and otherwise it must refuse.
   const auto plan =
-      kpl::detail::plan_broadcast(kpl::describe(a), kpl::describe(b), kpl::describe(out));
+      kpl::impl::plan_broadcast(kpl::describe(a), kpl::describe(b), kpl::describe(out));
   using kpl::BroadcastVariant;
   const std::vector<kpl::BroadcastOptions> every_option = {
       {BroadcastVariant::automatic, 0},      {BroadcastVariant::general, 0},

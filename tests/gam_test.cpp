@@ -502,7 +502,7 @@ kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
     inverse[j] =
         kpl::penalise_learner(gram, penalty, k, options.df, options.df_definition, "x").inverse;
   }
-  const kpl::detail::GamFamilyFunctions family{options.family};
+  const kpl::impl::GamFamilyFunctions family{options.family};
   double mean = 0;
   for (double value : y) mean += value / n;
   model.offset = options.family == kpl::GamFamily::binomial  ? std::log(mean / (1 - mean))
@@ -872,7 +872,7 @@ void check_non_finite_never_selected() {
   host(2) = std::numeric_limits<double>::quiet_NaN();
   host(3) = -2;
   Kokkos::deep_copy(scores, host);
-  kpl::detail::gam_select(Space(), 4, scores, selected, 0, current);
+  kpl::impl::gam_select(Space(), 4, scores, selected, 0, current);
   int chosen = -1;
   Kokkos::deep_copy(chosen, current);
   EXPECT_EQ(chosen, 1);

@@ -277,7 +277,7 @@ KPL_EXECUTION_SPACE_TEST(Gemv, KokkosKernelsFloat) {
   check_strategy<TypeParam, float>(GemvStrategy::kokkos_kernels);
 }
 
-// What automatic runs (gemv.hpp, detail::automatic_strategy): partial_rows
+// What automatic runs (gemv.hpp, impl::automatic_strategy): partial_rows
 // on CPUs; on GPUs team_per_dot for outputs-contiguous products with few
 // outputs (one per 128 resident threads) and >= 16 terms, or at most four
 // elements per resident thread and >= 64 terms; thread_per_row for dot
@@ -290,7 +290,7 @@ void check_automatic_choice() {
   // (reduction contiguous).
   auto choice = [&](std::int64_t rows, std::int64_t columns, Transpose transpose) {
     const bool normal = transpose == Transpose::no;
-    const kpl::detail::GemvProblem<double> problem{nullptr,
+    const kpl::impl::GemvProblem<double> problem{nullptr,
                                                    nullptr,
                                                    nullptr,
                                                    1,
@@ -304,9 +304,9 @@ void check_automatic_choice() {
                                                    1,
                                                    1.0,
                                                    0.0};
-    return kpl::detail::automatic_strategy(space, problem);
+    return kpl::impl::automatic_strategy(space, problem);
   };
-  const bool gpu = !kpl::detail::runs_on_host_v<ExecutionSpace>;
+  const bool gpu = !kpl::impl::runs_on_host_v<ExecutionSpace>;
   const auto lanes_win = gpu ? GemvStrategy::team_per_dot : GemvStrategy::partial_rows;
   const std::int64_t resident = space.concurrency();
   const std::int64_t few = std::max<std::int64_t>(resident / 128, 1);

@@ -765,7 +765,7 @@ KPL_EXECUTION_SPACE_TEST(Nnls, StatusesSayWhyNotConverged) { check_honest_status
 // 1)) on one team, as the solver does, and leaves the factorisation behind.
 template <class Space>
 struct QrSequence {
-  using Solver = kpl::detail::NnlsTeamSolve<double, kpl::DenseColumns<double>, Space>;
+  using Solver = kpl::impl::NnlsTeamSolve<double, kpl::DenseColumns<double>, Space>;
   Solver solver;
   Kokkos::View<const int*, typename Space::memory_space> operations;
   Kokkos::View<int, typename Space::memory_space> passive_count;
@@ -775,7 +775,7 @@ struct QrSequence {
     // Columns at their own scale (measure_system would set these).
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, solver.parameters.columns),
                          [&](std::int64_t j) {
-                           storage.position[j] = kpl::detail::not_passive;
+                           storage.position[j] = kpl::impl::not_passive;
                            storage.column_scales[j] = 1.0;
                            storage.column_exponents[j] = 0;
                          });
@@ -835,8 +835,8 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization) {
   options.orthogonalization = orthogonalization;
   const int max_passive = 12;
   options.max_passive = max_passive;
-  auto parameters = kpl::detail::nnls_parameters<double>(1, m, n, options, true);
-  using Pointers = kpl::detail::NnlsWorkspacePointers<double>;
+  auto parameters = kpl::impl::nnls_parameters<double>(1, m, n, options, true);
+  using Pointers = kpl::impl::NnlsWorkspacePointers<double>;
   Kokkos::View<double*, Memory> values("values", Pointers::values_needed(m, n, max_passive));
   Kokkos::View<int*, Memory> indices("indices", Pointers::indices_needed(n, max_passive));
   const Pointers pointers{values.data(), indices.data(), std::int64_t(values.extent(0)),
@@ -845,8 +845,8 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization) {
   typename QrSequence<Space>::Solver solver{columns,    b_device.data(), m, 1,
                                             parameters, pointers,        {}};
   Kokkos::View<int, Memory> passive_count("passive_count");
-  const int threads = kpl::detail::runs_on_host_v<Space> ? 1 : 8;
-  const int lanes = kpl::detail::runs_on_host_v<Space> ? 1 : 32;
+  const int threads = kpl::impl::runs_on_host_v<Space> ? 1 : 8;
+  const int lanes = kpl::impl::runs_on_host_v<Space> ? 1 : 32;
   Kokkos::parallel_for("kpl::test::qr_sequence", Kokkos::TeamPolicy<Space>(1, threads, lanes),
                        QrSequence<Space>{solver, operations, passive_count});
   Kokkos::fence();

@@ -217,8 +217,8 @@ void check_team_building_blocks() {
       host_matrix(values.data(), rows, columns);
   Kokkos::deep_copy(matrix, host_matrix);
   Kokkos::View<double*, MemorySpace> maxima("maxima", rows);
-  const int team_size = kpl::detail::runs_on_host_v<ExecutionSpace> ? 1 : 8;
-  const int vector_length = kpl::detail::runs_on_host_v<ExecutionSpace> ? 1 : 32;
+  const int team_size = kpl::impl::runs_on_host_v<ExecutionSpace> ? 1 : 8;
+  const int vector_length = kpl::impl::runs_on_host_v<ExecutionSpace> ? 1 : 32;
   Kokkos::parallel_for("kpl::test::row_maxima",
                        Kokkos::TeamPolicy<ExecutionSpace>(rows, team_size, vector_length),
                        RowMaxima<ExecutionSpace>{matrix, maxima});

@@ -1,6 +1,6 @@
 #include "kokkos_session.hpp"
 
-#include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
 #include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -6,7 +6,7 @@
 #include "kokkos_session.hpp"
 
 #include <kpl/config.hpp>
-#include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
 #include <kpl/error.hpp>
 #include <kpl/resources.hpp>
 

@@ -165,7 +165,7 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
   summary.seconds = timer.seconds();
 
   // Adaptive by default: the cap starts small and may grow to m.
-  detail::write_solver_settings(output, input.path(), options.deconvolution.nnls,
+  impl::write_solver_settings(output, input.path(), options.deconvolution.nnls,
                                 options.single_precision, 3 * m, m);
   output.write_attribute("/", "pulse_origin", to_string(options.deconvolution.origin));
   output.write_attribute("/", "memory_budget_bytes", options.memory_budget_bytes);

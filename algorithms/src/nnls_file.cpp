@@ -152,7 +152,7 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
   output.write("/iterations", iterations);
   output.write("/status", status);
   output.write("/kkt_residual", kkt_residual);
-  detail::write_solver_settings(output, input.path(), options.nnls, options.single_precision, 3 * n,
+  impl::write_solver_settings(output, input.path(), options.nnls, options.single_precision, 3 * n,
                                 std::min(m, n));
   output.commit();
   return summary;
@@ -160,7 +160,7 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
 
 }  // namespace nnls_file_detail
 
-namespace detail {
+namespace impl {
 void write_solver_settings(hdf5::OutputFile& output, const std::string& input_path,
                            const NnlsOptions& options, bool single_precision,
                            std::int64_t default_max_iterations, std::int64_t default_max_passive) {
@@ -189,7 +189,7 @@ void write_solver_settings(hdf5::OutputFile& output, const std::string& input_pa
   output.write_attribute("/", "gradient", to_string(options.gradient));
   output.write_attribute("/", "execution_space", Kokkos::DefaultExecutionSpace::name());
 }
-}  // namespace detail
+}  // namespace impl
 
 NnlsFileSummary solve_nnls_file(const std::string& input_path, const std::string& output_path,
                                 const NnlsFileOptions& options) {

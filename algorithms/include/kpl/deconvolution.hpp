@@ -97,7 +97,7 @@ std::int64_t deconvolution_bytes_per_waveform(std::int64_t samples, std::int64_t
   return nnls_workspace_bytes_per_system<T>(samples, samples, cap) + vectors + retry;
 }
 
-namespace detail {
+namespace impl {
 
 // fit = A x, one thread per sample: fit[w, i] = sum_j s[i - j + c] x[w, j],
 // summed with the pulse brought to unit scale by a power of two (exact), so
@@ -117,15 +117,15 @@ void toeplitz_apply(const ExecutionSpace& space, const ToeplitzColumns<T>& colum
           const T tap = compat::math::fabs(columns.pulse[w * columns.pulse_stride + t]);
           if (tap > pulse_max) pulse_max = tap;
         }
-        const int exponent = detail::unit_scale_exponent(pulse_max);
-        const T scale = detail::power_of_two<T>(-exponent);
+        const int exponent = impl::unit_scale_exponent(pulse_max);
+        const T scale = impl::power_of_two<T>(-exponent);
         // Columns j whose band holds row i: i - j + c in [0, L).
         const std::int64_t first = i + columns.origin - columns.pulse_length + 1;
         const std::int64_t last = i + columns.origin;
         T sum = 0;
         for (std::int64_t j = first > 0 ? first : 0; j <= last && j < m; ++j)
           sum += scale * columns(w, i, j) * x(w, j);
-        fit(w, i) = detail::scale_by_power_of_two(sum, exponent);
+        fit(w, i) = impl::scale_by_power_of_two(sum, exponent);
       });
   Kokkos::parallel_for(
       "kpl::deconvolution::check_fit", Kokkos::RangePolicy<ExecutionSpace>(space, 0, waveforms),
@@ -136,7 +136,7 @@ void toeplitz_apply(const ExecutionSpace& space, const ToeplitzColumns<T>& colum
       });
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // Deconvolves waveforms [W, m] with pulses [1, L] (shared) or [W, L] on the
 // device. Returns are sparse, so unless options.nnls.max_passive is given the
@@ -237,7 +237,7 @@ void deconvolve(
           });
     }
   }
-  detail::toeplitz_apply(space, columns, solution.x, fit, solution.status);
+  impl::toeplitz_apply(space, columns, solution.x, fit, solution.status);
 }
 
 struct DeconvolutionFileOptions {

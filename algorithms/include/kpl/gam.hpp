@@ -33,7 +33,7 @@
 
 #include <kpl/bspline.hpp>
 #include <kpl/compact_basis.hpp>
-#include <kpl/detail/gam_kernels.hpp>
+#include <kpl/impl/gam_kernels.hpp>
 #include <kpl/error.hpp>
 #include <kpl/gam_penalty.hpp>
 #include <kpl/gemv.hpp>
@@ -177,7 +177,7 @@ inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOp
   return checked_sum({basis, booster, fold_boosters, cache});
 }
 
-namespace detail {
+namespace impl {
 
 // Two sums reduced into a host value (Kokkos 3.4 reduces one value per call).
 inline RiskReducer<Kokkos::HostSpace> host_sums(RiskSums& target) {
@@ -396,7 +396,7 @@ class GamBooster {
   }
 
   // The steps of a fit. Public only because CUDA forbids device lambdas in
-  // private member functions; detail:: is not API.
+  // private member functions; impl:: is not API.
   template <class XView, class YView>
   void check_data(const XView& X, const YView& y) {
     const std::int64_t n = rows_, p = learners_;
@@ -684,7 +684,7 @@ class GamBooster {
 template <class View>
 using gam_scalar_t = typename View::non_const_value_type;
 
-}  // namespace detail
+}  // namespace impl
 
 // Fits the model to X [n, p] and y [n] (Views accessible from `space`, any
 // layout, float or double: the precision of the fit). Bad data (n < k, p = 0,
@@ -695,8 +695,8 @@ template <class ExecutionSpace, class XView, class YView>
 GamModel fit_gam(const ExecutionSpace& space, const XView& X, const YView& y,
                  const GamOptions& options, GamTimings* timings = nullptr,
                  const GamProgress& progress = {}) {
-  using T = detail::gam_scalar_t<XView>;
-  detail::GamBooster<ExecutionSpace, T> booster(space, X, y, options);
+  using T = impl::gam_scalar_t<XView>;
+  impl::GamBooster<ExecutionSpace, T> booster(space, X, y, options);
   return booster.fit({}, options.mstop, options.mode, timings, progress);
 }
 
@@ -711,8 +711,8 @@ template <class ExecutionSpace, class XView, class YView>
 GamCrossValidation cross_validate_gam(const ExecutionSpace& space, const XView& X, const YView& y,
                                       const GamOptions& options, int folds,
                                       std::uint64_t seed = 1) {
-  using T = detail::gam_scalar_t<XView>;
-  using Booster = detail::GamBooster<ExecutionSpace, T>;
+  using T = impl::gam_scalar_t<XView>;
+  using Booster = impl::GamBooster<ExecutionSpace, T>;
   const std::int64_t n = X.extent(0);
   if (folds < 2 || folds > n)
     throw std::invalid_argument("kpl::cross_validate_gam: " + std::to_string(folds) +

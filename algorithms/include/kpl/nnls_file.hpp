@@ -31,12 +31,12 @@ struct NnlsFileSummary {
 NnlsFileSummary solve_nnls_file(const std::string& input_path, const std::string& output_path,
                                 const NnlsFileOptions& options);
 
-namespace detail {
+namespace impl {
 // The settings `kpl nnls` and `kpl deconv` record as attributes of "/" (and
 // what /status means); defaults written as the values they resolve to.
 void write_solver_settings(hdf5::OutputFile& output, const std::string& input_path,
                            const NnlsOptions& options, bool single_precision,
                            std::int64_t default_max_iterations, std::int64_t default_max_passive);
-}  // namespace detail
+}  // namespace impl
 
 }  // namespace kpl

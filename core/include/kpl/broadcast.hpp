@@ -6,13 +6,13 @@
 //
 // Before launching, extent-1 dimensions are dropped and adjacent dimensions
 // that are contiguous in every operand are merged. Three kernels
-// (detail/broadcast_kernels.hpp): the general one (§III-B/C), the
+// (impl/broadcast_kernels.hpp): the general one (§III-B/C), the
 // sliding-factor one (§III-D: a thread reuses a vector element over
 // `sliding_factor` rows) and the scratch-memory one (§III-E); the automatic
 // choice takes the one that measured fastest (perf/RESULTS.md).
 #pragma once
 
-#include <kpl/detail/broadcast_kernels.hpp>
+#include <kpl/impl/broadcast_kernels.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -28,7 +28,7 @@ namespace kpl {
 
 // Extents and strides (in elements) of an N-d array, rank <= 8, any layout.
 struct ArrayDescriptor {
-  static constexpr int max_rank = detail::max_broadcast_rank;
+  static constexpr int max_rank = impl::max_broadcast_rank;
   int rank = 0;
   std::array<std::int64_t, max_rank> extents{};
   std::array<std::int64_t, max_rank> strides{};
@@ -115,7 +115,7 @@ struct Minimum {
   }
 };
 
-namespace detail {
+namespace impl {
 
 // Strides of `input` aligned to the output's dimensions: 0 where the input
 // lacks the dimension or has extent 1.
@@ -172,7 +172,7 @@ inline BroadcastPlan plan_broadcast(const ArrayDescriptor& a, const ArrayDescrip
   return plan;
 }
 
-}  // namespace detail
+}  // namespace impl
 
 enum class BroadcastVariant {
   automatic,       // the fastest measured (perf/RESULTS.md)
@@ -188,7 +188,7 @@ struct BroadcastOptions {
   std::int64_t sliding_factor = 0;
 };
 
-namespace detail {
+namespace impl {
 
 template <class ExecutionSpace>
 constexpr bool is_host_space() {
@@ -379,7 +379,7 @@ BroadcastVariant choose_variant(const BroadcastPlan&) {
   return BroadcastVariant::sliding_factor;
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // out = op(a, b) elementwise with NumPy broadcasting. a, b and out are Views
 // of any rank <= 8 and any layout (subviews, transposes) accessible from
@@ -407,9 +407,9 @@ void broadcast(const ExecutionSpace& space, const Op& op, const ViewA& a, const 
         "kpl::broadcast: sliding_factor must be >= 0 (0 = automatic), got " +
         std::to_string(options.sliding_factor));
   }
-  const auto plan = detail::plan_broadcast(describe(a), describe(b), describe(out));
+  const auto plan = impl::plan_broadcast(describe(a), describe(b), describe(out));
   const BroadcastVariant variant = options.variant == BroadcastVariant::automatic
-                                       ? detail::choose_variant<ExecutionSpace>(plan)
+                                       ? impl::choose_variant<ExecutionSpace>(plan)
                                        : options.variant;
   if (variant == BroadcastVariant::scratch && plan.rank > 2) {
     throw std::invalid_argument(
@@ -420,14 +420,14 @@ void broadcast(const ExecutionSpace& space, const Op& op, const ViewA& a, const 
   if (plan.size == 0) return;
   switch (variant) {
     case BroadcastVariant::general:
-      detail::launch_general(space, op, plan, a.data(), b.data(), out.data());
+      impl::launch_general(space, op, plan, a.data(), b.data(), out.data());
       break;
     case BroadcastVariant::scratch:
-      detail::launch_scratch(space, op, plan, a.data(), b.data(), out.data(),
+      impl::launch_scratch(space, op, plan, a.data(), b.data(), out.data(),
                              options.sliding_factor);
       break;
     default:
-      detail::launch_sliding(space, op, plan, a.data(), b.data(), out.data(),
+      impl::launch_sliding(space, op, plan, a.data(), b.data(), out.data(),
                              options.sliding_factor);
       break;
   }

@@ -25,8 +25,8 @@
 #pragma once
 
 #include <kpl/bspline.hpp>
-#include <kpl/detail/kokkos_compat.hpp>
-#include <kpl/detail/power_of_two.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
+#include <kpl/impl/power_of_two.hpp>
 #include <kpl/reduce.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -77,7 +77,7 @@ struct CompactProductWorkspace {
   }
 };
 
-namespace detail {
+namespace impl {
 
 template <class ExecutionSpace>
 inline constexpr bool compact_basis_on_host =
@@ -199,7 +199,7 @@ KOKKOS_INLINE_FUNCTION constexpr int width_value(std::integral_constant<int, Wid
   return Width;
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // B_j(i, :) = the B-spline basis of meshes(j) at X(i, j), for every row i
 // and covariate j. X: [n, p] in any layout; meshes: [p] BsplineMesh, both
@@ -227,10 +227,10 @@ void build_bspline_basis(const ExecutionSpace& space, const XView& X, const Mesh
         first(j, i) = bspline_row(mesh, static_cast<double>(X(i, j)), row);
         for (int q = 0; q <= mesh.degree; ++q) values(j, q, i) = static_cast<T>(row[q]);
       });
-  basis.value_bound = detail::measured_value_bound(space, basis);
+  basis.value_bound = impl::measured_value_bound(space, basis);
 }
 
-namespace detail {
+namespace impl {
 
 // Where a team's sums go: straight into the result when a block has one
 // chunk, else into the chunk's partials (added in order afterwards).
@@ -342,7 +342,7 @@ void transpose_product_by_owners(const ExecutionSpace& space,
       });
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // c[j k + a] = sum_i B_j(i, a) u(i) for every block j (c: p k values),
 // accumulated in double, the same bits on every run (see the top of this
@@ -359,18 +359,18 @@ void transpose_product(const ExecutionSpace& space, const CompactBasis<T, Memory
     Kokkos::deep_copy(space, c, Sum(0));
     return;
   }
-  const std::int64_t rows_per_team = detail::compact_rows_per_team(space, rows, blocks);
+  const std::int64_t rows_per_team = impl::compact_rows_per_team(space, rows, blocks);
   const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
   CompactProductWorkspace<MemorySpace> local_workspace;
-  const detail::ChunkSums<CView> output{
+  const impl::ChunkSums<CView> output{
       c, (workspace ? *workspace : local_workspace).reserve(chunks > 1 ? blocks * chunks * k : 0),
       chunks, k};
-  if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
-    detail::transpose_product_in_row_order(space, basis, u, rows_per_team, output);
+  if constexpr (impl::compact_basis_on_host<ExecutionSpace>) {
+    impl::transpose_product_in_row_order(space, basis, u, rows_per_team, output);
   } else {
-    detail::transpose_product_by_owners(space, basis, u, rows_per_team, output);
+    impl::transpose_product_by_owners(space, basis, u, rows_per_team, output);
   }
-  if (chunks > 1) detail::add_chunks_in_order(space, output.partials, blocks, chunks, k, c);
+  if (chunks > 1) impl::add_chunks_in_order(space, output.partials, blocks, chunks, k, c);
 }
 
 // y(i) = sum_j sum_a B_j(i, a) coefficients[j k + a] (y overwritten).
@@ -404,7 +404,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Member = typename Policy::member_type;
   using Sum = typename OutView::non_const_value_type;
-  constexpr bool host = detail::compact_basis_on_host<ExecutionSpace>;
+  constexpr bool host = impl::compact_basis_on_host<ExecutionSpace>;
   using Accumulator = std::conditional_t<host, Sum, unsigned long long>;
   using Scratch = Kokkos::View<Accumulator*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -421,16 +421,16 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
     return;
   }
   const bool weighted = w.extent(0) != 0;
-  const std::int64_t rows_per_team = detail::cross_rows_per_team(space, rows, blocks);
+  const std::int64_t rows_per_team = impl::cross_rows_per_team(space, rows, blocks);
   const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
   const std::int64_t entries = std::int64_t(k) * k;
   CompactProductWorkspace<MemorySpace> local_workspace;
   const auto partials = (workspace ? *workspace : local_workspace)
                             .reserve(chunks > 1 ? blocks * chunks * entries : 0);
-  const double values_bound = host ? 1.0 : detail::value_bound(space, basis);
+  const double values_bound = host ? 1.0 : impl::value_bound(space, basis);
   const auto first = basis.first;
   const auto values = basis.values;
-  constexpr int team_size = detail::compact_team_size<ExecutionSpace>();
+  constexpr int team_size = impl::compact_team_size<ExecutionSpace>();
   // k x k sums per team: in shared memory while they fit (k <= 78 on an
   // H100), else in the slower level-1 scratch.
   const std::size_t scratch_bytes = Scratch::shmem_size(entries);
@@ -453,7 +453,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
             (void)k;
         double inverse_scale = 1;  // GPU: 1 / S
         bool finite = true;
-        if constexpr (detail::compact_basis_on_host<ExecutionSpace>) {
+        if constexpr (impl::compact_basis_on_host<ExecutionSpace>) {
           // One thread per team: raw streams, the 4 x 4 outer product of
           // cubic splines unrolled (its rows are contiguous in `sums`).
           const int* row_columns = &first(j, 0);
@@ -463,7 +463,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
           const std::int64_t stride = values.stride(1);
           Sum* local = sums.data();
           const auto rows_of = [&](auto width_constant) {
-            const int width_ = detail::width_value(width_constant);
+            const int width_ = impl::width_value(width_constant);
             for (std::int64_t i = begin; i < end; ++i) {
               const Sum weight = weighted ? Sum(w(i)) : Sum(1);
               if (weight == Sum(0)) continue;
@@ -496,7 +496,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
                 Kokkos::Max<double>(w_max));
           const double bound = w_max * values_bound * values_bound * double(end - begin);
           finite = compat::math::isfinite(bound);
-          const double scale = detail::fixed_point_scale(bound);
+          const double scale = impl::fixed_point_scale(bound);
           inverse_scale = 1 / scale;
           if (finite)
             Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
@@ -507,13 +507,13 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
                 const double left = weight * double(values(j, q, i)) * scale;
                 for (int r = 0; r < width; ++r)
                   Kokkos::atomic_add(&sums((row_column + q) * k + column_column + r),
-                                     detail::to_fixed_point(double(values(other, r, i)), left));
+                                     impl::to_fixed_point(double(values(other, r, i)), left));
               }
             });
         }
         member.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](int a) {
-          const double total = finite ? detail::team_sum_value(sums(a), inverse_scale)
+          const double total = finite ? impl::team_sum_value(sums(a), inverse_scale)
                                       : compat::math::sqrt(-1.0);  // NaN
           if (chunks == 1)
             out(j * entries + a) = Sum(total);
@@ -521,7 +521,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
             partials((j * chunks + chunk) * entries + a) = total;
         });
       });
-  if (chunks > 1) detail::add_chunks_in_order(space, partials, blocks, chunks, entries, out);
+  if (chunks > 1) impl::add_chunks_in_order(space, partials, blocks, chunks, entries, out);
 }
 
 }  // namespace kpl

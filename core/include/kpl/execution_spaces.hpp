@@ -18,7 +18,7 @@ struct type_tag {
   using type = T;
 };
 
-namespace detail {
+namespace impl {
 template <class... Lists>
 struct concatenate;
 template <>
@@ -39,11 +39,11 @@ void for_each_type(std::tuple<Types...>*, Function& function) {
   (function(type_tag<Types>{}), ...);
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // std::tuple<Kokkos::Serial, Kokkos::OpenMP, Kokkos::Cuda> on a build with all
 // three; host spaces first, so a failure shows on the simplest backend first.
-using enabled_execution_spaces = typename detail::concatenate<
+using enabled_execution_spaces = typename impl::concatenate<
 #ifdef KOKKOS_ENABLE_SERIAL
     std::tuple<Kokkos::Serial>,
 #endif
@@ -66,7 +66,7 @@ using enabled_execution_spaces = typename detail::concatenate<
 //   for_each_execution_space([](auto tag) { using Space = typename decltype(tag)::type; });
 template <class Function>
 void for_each_execution_space(Function&& function) {
-  detail::for_each_type(static_cast<enabled_execution_spaces*>(nullptr), function);
+  impl::for_each_type(static_cast<enabled_execution_spaces*>(nullptr), function);
 }
 
 }  // namespace kpl

@@ -19,7 +19,7 @@
 // - kokkos_kernels: KokkosBlas::gemv, the baseline users have today.
 // - automatic: partial_rows, except on GPUs for small outputs-contiguous
 //   products, where team_per_dot or thread_per_row wins
-//   (detail::automatic_strategy says when and why). On the H100 within 5 %
+//   (impl::automatic_strategy says when and why). On the H100 within 5 %
 //   of the fastest strategy at every shape of the seed's grid
 //   (perf/RESULTS.md).
 //
@@ -34,9 +34,9 @@
 // allocates, which on GPUs costs more than a small product).
 #pragma once
 
-#include <kpl/detail/gemv_kernels.hpp>
-#include <kpl/detail/kokkos_compat.hpp>
-#include <kpl/detail/pack.hpp>
+#include <kpl/impl/gemv_kernels.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
+#include <kpl/impl/pack.hpp>
 #include <kpl/execution_spaces.hpp>
 #include <kpl/reduce.hpp>
 
@@ -135,7 +135,7 @@ class GemvWorkspace {
   Kokkos::View<int*, typename ExecutionSpace::memory_space> counters_;
 };
 
-namespace detail {
+namespace impl {
 
 // Which of the matrix strides is 1 decides the thread mapping (see
 // gemv_kernels.hpp).
@@ -526,7 +526,7 @@ inline void check_gemv_extents(const char* function, Transpose transpose, std::i
   }
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // y = alpha * op(A) * x + beta * y on `space` (asynchronous, like any Kokkos
 // kernel). Throws std::invalid_argument when the extents do not match.
@@ -535,19 +535,19 @@ void gemv(const ExecutionSpace& space, Transpose transpose, typename YView::cons
           const AView& A, const XView& x, typename YView::const_value_type beta, const YView& y,
           GemvWorkspace<ExecutionSpace, typename YView::non_const_value_type>& workspace,
           const GemvOptions& options = {}) {
-  detail::check_gemv_views<ExecutionSpace, AView, XView, YView>();
+  impl::check_gemv_views<ExecutionSpace, AView, XView, YView>();
   static_assert(AView::rank == 2, "kpl::gemv: A must be a 2-D View (gemv_batched takes 3-D)");
   static_assert(YView::rank == 1, "kpl::gemv: y must be a 1-D View");
   using T = typename YView::non_const_value_type;
   const auto rows = static_cast<std::int64_t>(A.extent(0));
   const auto columns = static_cast<std::int64_t>(A.extent(1));
-  detail::check_gemv_extents("kpl::gemv", transpose, rows, columns, x.extent(0), y.extent(0));
+  impl::check_gemv_extents("kpl::gemv", transpose, rows, columns, x.extent(0), y.extent(0));
   if (options.strategy == GemvStrategy::kokkos_kernels) {
     compat::kokkos_blas_gemv(space, transpose == Transpose::no ? "N" : "T", alpha, A, x, beta, y);
     return;
   }
   const bool normal = transpose == Transpose::no;
-  const detail::GemvProblem<T> problem{A.data(),
+  const impl::GemvProblem<T> problem{A.data(),
                                        x.data(),
                                        y.data(),
                                        1,
@@ -561,7 +561,7 @@ void gemv(const ExecutionSpace& space, Transpose transpose, typename YView::cons
                                        std::int64_t(y.stride(0)),
                                        alpha,
                                        beta};
-  detail::launch_gemv(space, problem, options, workspace);
+  impl::launch_gemv(space, problem, options, workspace);
 }
 
 template <class ExecutionSpace, class AView, class XView, class YView>
@@ -583,7 +583,7 @@ void gemv_batched(const ExecutionSpace& space, Transpose transpose,
                   typename YView::const_value_type beta, const YView& Y,
                   GemvWorkspace<ExecutionSpace, typename YView::non_const_value_type>& workspace,
                   const GemvOptions& options = {}) {
-  detail::check_gemv_views<ExecutionSpace, AView, XView, YView>();
+  impl::check_gemv_views<ExecutionSpace, AView, XView, YView>();
   static_assert(AView::rank == 3, "kpl::gemv_batched: A must be a 3-D View [batch, m, n]");
   static_assert(YView::rank == 2, "kpl::gemv_batched: Y must be a 2-D View [batch, length]");
   using T = typename YView::non_const_value_type;
@@ -594,7 +594,7 @@ void gemv_batched(const ExecutionSpace& space, Transpose transpose,
     throw std::invalid_argument("kpl::gemv_batched: A holds " + std::to_string(batch) +
                                 " matrices but Y " + std::to_string(Y.extent(0)) + " rows");
   }
-  detail::check_gemv_extents("kpl::gemv_batched", transpose, rows, columns, x.extent(0),
+  impl::check_gemv_extents("kpl::gemv_batched", transpose, rows, columns, x.extent(0),
                              Y.extent(1));
   if (options.strategy == GemvStrategy::kokkos_kernels) {
     for (std::int64_t b = 0; b < batch; ++b) {
@@ -605,7 +605,7 @@ void gemv_batched(const ExecutionSpace& space, Transpose transpose,
     return;
   }
   const bool normal = transpose == Transpose::no;
-  const detail::GemvProblem<T> problem{A.data(),
+  const impl::GemvProblem<T> problem{A.data(),
                                        x.data(),
                                        Y.data(),
                                        batch,
@@ -619,7 +619,7 @@ void gemv_batched(const ExecutionSpace& space, Transpose transpose,
                                        std::int64_t(Y.stride(1)),
                                        alpha,
                                        beta};
-  detail::launch_gemv(space, problem, options, workspace);
+  impl::launch_gemv(space, problem, options, workspace);
 }
 
 template <class ExecutionSpace, class AView, class XView, class YView>

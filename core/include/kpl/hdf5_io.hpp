@@ -36,7 +36,7 @@ constexpr element_type element_type_of() {
   return element_type::int32;
 }
 
-namespace detail {
+namespace impl {
 template <class T, int Rank>
 struct add_rank {
   using type = typename add_rank<T*, Rank - 1>::type;
@@ -45,12 +45,12 @@ template <class T>
 struct add_rank<T, 0> {
   using type = T;
 };
-}  // namespace detail
+}  // namespace impl
 
 // The View type a dataset of rank Rank is read into: row-major, on the host.
 template <class T, int Rank>
 using HostArray =
-    Kokkos::View<typename detail::add_rank<T, Rank>::type, Kokkos::LayoutRight, Kokkos::HostSpace>;
+    Kokkos::View<typename impl::add_rank<T, Rank>::type, Kokkos::LayoutRight, Kokkos::HostSpace>;
 
 // What a read requires of the values, beyond type and rank.
 struct ReadRequirements {

@@ -37,8 +37,8 @@
 // status (NnlsStatus) says why not, with x the last feasible iterate.
 #pragma once
 
-#include <kpl/detail/nnls_kernels.hpp>
-#include <kpl/detail/reduce_kernels.hpp>
+#include <kpl/impl/nnls_kernels.hpp>
+#include <kpl/impl/reduce_kernels.hpp>
 #include <kpl/execution_spaces.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -166,7 +166,7 @@ struct NnlsSolution {
 template <class T>
 std::int64_t nnls_workspace_bytes_per_system(std::int64_t rows, std::int64_t columns,
                                              std::int64_t max_passive) {
-  using Pointers = detail::NnlsWorkspacePointers<T>;
+  using Pointers = impl::NnlsWorkspacePointers<T>;
   return Pointers::values_needed(rows, columns, max_passive) * std::int64_t(sizeof(T)) +
          Pointers::indices_needed(columns, max_passive) * std::int64_t(sizeof(int));
 }
@@ -178,9 +178,9 @@ class NnlsWorkspace {
  public:
   using memory_space = typename ExecutionSpace::memory_space;
 
-  detail::NnlsWorkspacePointers<T> reserve(std::int64_t systems, std::int64_t rows,
+  impl::NnlsWorkspacePointers<T> reserve(std::int64_t systems, std::int64_t rows,
                                            std::int64_t columns, std::int64_t max_passive) {
-    using Pointers = detail::NnlsWorkspacePointers<T>;
+    using Pointers = impl::NnlsWorkspacePointers<T>;
     const std::int64_t values = Pointers::values_needed(rows, columns, max_passive);
     const std::int64_t indices = Pointers::indices_needed(columns, max_passive);
     if (values_.extent(0) < std::size_t(systems * values))
@@ -219,7 +219,7 @@ double nnls_default_kkt_tolerance(std::int64_t rows, std::int64_t columns) {
          double(std::max<std::int64_t>({rows, columns, 1}));
 }
 
-namespace detail {
+namespace impl {
 
 template <class T>
 NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::int64_t columns,
@@ -265,9 +265,9 @@ NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::
   return parameters;
 }
 
-}  // namespace detail
+}  // namespace impl
 
-namespace detail {
+namespace impl {
 
 // unit(i, j) = 2^-e_j A(i, j), e_j bringing column j's largest |A(i, j)|
 // into [1, 2) as NnlsTeamSolve::measure_system does; false (unit unset) if A
@@ -333,14 +333,14 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
   check_nnls_shapes(rows, column_count, b, solution);
   const std::int64_t systems = static_cast<std::int64_t>(b.extent(0));
   if (systems == 0) return;
-  auto parameters = detail::nnls_parameters<T>(systems, rows, column_count, options,
-                                               detail::runs_on_host_v<ExecutionSpace>);
+  auto parameters = impl::nnls_parameters<T>(systems, rows, column_count, options,
+                                               impl::runs_on_host_v<ExecutionSpace>);
 
   NnlsWorkspace<ExecutionSpace, T> local_workspace;
   auto& used = workspace ? *workspace : local_workspace;
   const auto pointers = used.reserve(systems, rows, column_count, parameters.max_passive);
 
-  detail::NnlsOutputs<T> outputs{solution.x.data(),
+  impl::NnlsOutputs<T> outputs{solution.x.data(),
                                  static_cast<std::int64_t>(solution.x.stride(0)),
                                  static_cast<std::int64_t>(solution.x.stride(1)),
                                  solution.residual_norm.data(),
@@ -348,7 +348,7 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
                                  solution.iterations.data(),
                                  solution.status.data(),
                                  solution.column_changes.data()};
-  detail::NnlsTeamSolve<T, Columns, ExecutionSpace> functor{columns,
+  impl::NnlsTeamSolve<T, Columns, ExecutionSpace> functor{columns,
                                                             b.data(),
                                                             static_cast<std::int64_t>(b.stride(0)),
                                                             static_cast<std::int64_t>(b.stride(1)),
@@ -357,7 +357,7 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
                                                             outputs,
                                                             cross_products,
                                                             cross_products_stride};
-  if constexpr (detail::runs_on_host_v<ExecutionSpace>) {
+  if constexpr (impl::runs_on_host_v<ExecutionSpace>) {
     Kokkos::parallel_for("kpl::nnls::team_per_system",
                          Kokkos::TeamPolicy<ExecutionSpace>(space, systems, 1, 1), functor);
   } else {
@@ -373,7 +373,7 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
     std::size_t scratch =
         2 * Scratch::shmem_size(rows) + 2 * Scratch::shmem_size(parameters.max_passive) +
-        Scratch::shmem_size(detail::back_substitution_block * detail::back_substitution_block);
+        Scratch::shmem_size(impl::back_substitution_block * impl::back_substitution_block);
     // Up to 32 KiB per team: the rest of the 48 KiB every GPU gives a block
     // without opting in is left to Kokkos' own team reductions.
     if (scratch <= 32 * 1024) {
@@ -392,7 +392,7 @@ void solve_nnls(const ExecutionSpace& space, const Columns& columns, std::int64_
   }
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // Solves every system with the columns of A from a column source. b is
 // [systems, rows] (any layout); solution must have extents [systems, columns].
@@ -406,7 +406,7 @@ void nnls_columns(
   if (options.gradient == NnlsGradient::from_cross_products)
     throw std::invalid_argument(
         "kpl::nnls_columns: the gradient from cross products needs a shared dense A (kpl::nnls)");
-  detail::solve_nnls(space, columns, rows, column_count, b, solution, options, workspace, nullptr,
+  impl::solve_nnls(space, columns, rows, column_count, b, solution, options, workspace, nullptr,
                      0);
 }
 
@@ -448,16 +448,16 @@ void nnls(
   // takes them there unless A^T A (n x n) would outgrow A and 2^23 values.
   const std::int64_t systems = static_cast<std::int64_t>(b.extent(0));
   const bool cross_products_fit = columns <= rows || columns * columns <= (std::int64_t(1) << 23);
-  const bool cross_products_pay = !detail::runs_on_host_v<ExecutionSpace> || systems >= 2;
+  const bool cross_products_pay = !impl::runs_on_host_v<ExecutionSpace> || systems >= 2;
   const bool use_cross_products =
       AView::rank == 2 && systems > 0 && rows > 0 && columns > 0 &&
       (options.gradient == NnlsGradient::from_cross_products ||
        (options.gradient == NnlsGradient::automatic && cross_products_fit && cross_products_pay));
   if (!use_cross_products) {  // (also every empty case)
-    detail::solve_nnls(space, dense, rows, columns, b, solution, options, workspace, nullptr, 0);
+    impl::solve_nnls(space, dense, rows, columns, b, solution, options, workspace, nullptr, 0);
     return;
   }
-  detail::check_nnls_shapes(rows, columns, b, solution);  // before any work
+  impl::check_nnls_shapes(rows, columns, b, solution);  // before any work
   if constexpr (AView::rank == 2) {
     using Matrix = Kokkos::View<T**, Kokkos::LayoutLeft, typename ExecutionSpace::memory_space>;
     const Matrix cross_products(
@@ -469,13 +469,13 @@ void nnls(
     // every system reports it, from the residual path.
     const Matrix a_unit(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::A_unit"), rows,
                         columns);
-    if (!detail::unit_scaled_columns(space, A, a_unit)) {
-      detail::solve_nnls(space, dense, rows, columns, b, solution, options, workspace, nullptr, 0);
+    if (!impl::unit_scaled_columns(space, A, a_unit)) {
+      impl::solve_nnls(space, dense, rows, columns, b, solution, options, workspace, nullptr, 0);
       return;
     }
     compat::kokkos_blas_gemm(space, "T", "N", T(1), a_unit, a_unit, T(0), cross_products);
     // (Kokkos waits for the device before freeing these Views' memory.)
-    detail::solve_nnls(space, dense, rows, columns, b, solution, options, workspace,
+    impl::solve_nnls(space, dense, rows, columns, b, solution, options, workspace,
                        cross_products.data(), static_cast<std::int64_t>(cross_products.stride(1)));
   }
 }

@@ -11,7 +11,7 @@
 // compare-and-swap), otherwise by a second pass over the
 // per-team partial results. Results wanted on the host for inputs under 2^24
 // elements instead use Kokkos' own inter-team stage (one launch, no
-// allocation; see reduce() in detail/reduce_kernels.hpp).
+// allocation; see reduce() in impl/reduce_kernels.hpp).
 //
 // An operation is a type with
 //   using input_type = ...;  using value_type = ...;
@@ -27,7 +27,7 @@
 // so): a running float sum of 2^28 values loses most of its digits.
 #pragma once
 
-#include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -43,7 +43,7 @@ namespace kpl {
 
 // ------------------------------------------------------------- operations
 
-namespace detail {
+namespace impl {
 template <class T>
 struct sum_accumulator {
   using type = T;
@@ -56,12 +56,12 @@ template <>
 struct sum_accumulator<std::int32_t> {
   using type = std::int64_t;
 };
-}  // namespace detail
+}  // namespace impl
 
 template <class T>
 struct Sum {
   using input_type = T;
-  using value_type = typename detail::sum_accumulator<T>::type;
+  using value_type = typename impl::sum_accumulator<T>::type;
   static constexpr bool atomic_add = true;
   KOKKOS_INLINE_FUNCTION value_type identity() const { return value_type(0); }
   KOKKOS_INLINE_FUNCTION value_type lift(T x, std::int64_t) const { return value_type(x); }
@@ -275,7 +275,7 @@ struct Several<Last> {
 
 // ------------------------------------------------ team-level building blocks
 
-namespace detail {
+namespace impl {
 
 // Adapts a kpl operation to Kokkos' reducer concept, so that Kokkos' own
 // warp-shuffle and scratch-memory reductions do the vector and team levels.
@@ -309,12 +309,12 @@ Several<Op, Rest...> make_several_impl(Op op, Rest... rest) {
   }
 }
 
-}  // namespace detail
+}  // namespace impl
 
 template <class... Ops>
 Several<Ops...> several(Ops... ops) {
   static_assert(sizeof...(Ops) >= 1, "kpl::several needs at least one operation");
-  return detail::make_several_impl(ops...);
+  return impl::make_several_impl(ops...);
 }
 
 // Reduces element(i) for i in [0, count) over the vector lanes of the calling
@@ -327,7 +327,7 @@ KOKKOS_INLINE_FUNCTION typename Op::value_type vector_reduce(const Member& membe
   Kokkos::parallel_reduce(
       Kokkos::ThreadVectorRange(member, count),
       [&](const int i, typename Op::value_type& partial) { op.combine(partial, element(i)); },
-      detail::OpReducer<Op>(op, result));
+      impl::OpReducer<Op>(op, result));
   return result;
 }
 
@@ -336,11 +336,11 @@ KOKKOS_INLINE_FUNCTION typename Op::value_type vector_reduce(const Member& membe
 template <class Member, class Op>
 KOKKOS_INLINE_FUNCTION typename Op::value_type team_reduce(const Member& member, const Op& op,
                                                            typename Op::value_type value) {
-  detail::OpReducer<Op> reducer(op, value);
+  impl::OpReducer<Op> reducer(op, value);
   member.team_reduce(reducer);
   return value;
 }
 
 }  // namespace kpl
 
-#include <kpl/detail/reduce_kernels.hpp>
+#include <kpl/impl/reduce_kernels.hpp>

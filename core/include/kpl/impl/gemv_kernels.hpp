@@ -16,7 +16,7 @@
 // 2023, §3.2.3).
 #pragma once
 
-#include <kpl/detail/pack.hpp>
+#include <kpl/impl/pack.hpp>
 #include <kpl/reduce.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace kpl::detail {
+namespace kpl::impl {
 
 template <class T>
 struct GemvProblem {
@@ -532,4 +532,4 @@ struct GemvCombinePartials {
   }
 };
 
-}  // namespace kpl::detail
+}  // namespace kpl::impl

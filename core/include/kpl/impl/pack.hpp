@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace kpl::detail {
+namespace kpl::impl {
 
 // Elements of T in a 16-byte pack (1 when T does not divide 16 bytes).
 template <class T>
@@ -66,4 +66,4 @@ bool is_pack_aligned(const T* data, std::int64_t stride) {
   return reinterpret_cast<std::uintptr_t>(data) % (sizeof(T) * Width) == 0 && stride % Width == 0;
 }
 
-}  // namespace kpl::detail
+}  // namespace kpl::impl

@@ -1,7 +1,7 @@
 // Kernels and entry points behind kpl/reduce.hpp. Include kpl/reduce.hpp.
 #pragma once
 
-#include <kpl/detail/pack.hpp>
+#include <kpl/impl/pack.hpp>
 #include <kpl/reduce.hpp>
 
 #include <cstring>
@@ -16,7 +16,7 @@ struct ReduceOptions {
   int teams = 0;  // 0: chosen from the length and the execution space
 };
 
-namespace detail {
+namespace impl {
 
 // Variables, not functions: device code may not call host constexpr functions.
 template <class ExecutionSpace>
@@ -288,7 +288,7 @@ ReduceTeams<Op, ReadOnlyInput<InputView>, ResultView, PartialView, ExecutionSpac
           shape.vector_length};
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // Reduces a 1-D View with `op` into the rank-0 View `result` (in the
 // execution space's memory). Asynchronous: nothing is fenced, so the result
@@ -301,9 +301,9 @@ void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
                 "the result View's value type must be the operation's value_type");
   using PartialView = Kokkos::View<typename Op::value_type*, typename ExecutionSpace::memory_space>;
   const std::int64_t length = static_cast<std::int64_t>(input.extent(0));
-  const auto shape = detail::reduction_shape(space, length, options.teams);
+  const auto shape = impl::reduction_shape(space, length, options.teams);
   bool use_atomics = false;
-  if constexpr (detail::supports_atomics_v<Op>) {
+  if constexpr (impl::supports_atomics_v<Op>) {
     use_atomics = options.combine != cross_team::second_pass;
   } else if (options.combine == cross_team::atomics) {
     throw std::invalid_argument("kpl::reduce: this operation cannot combine teams by atomics");
@@ -318,16 +318,16 @@ void reduce(const ExecutionSpace& space, const InputView& input, const Op& op,
                     shape.teams);
   }
   const auto teams =
-      detail::team_kernel<ExecutionSpace>(input, op, result, partials, use_atomics, shape);
+      impl::team_kernel<ExecutionSpace>(input, op, result, partials, use_atomics, shape);
   Kokkos::parallel_for(
       "kpl::reduce::teams",
       Kokkos::TeamPolicy<ExecutionSpace>(space, shape.teams, shape.team_size, shape.vector_length),
       teams);
   if (!use_atomics) {
-    const int team_size = detail::runs_on_host_v<ExecutionSpace> ? 1 : 256;
+    const int team_size = impl::runs_on_host_v<ExecutionSpace> ? 1 : 256;
     Kokkos::parallel_for(
         "kpl::reduce::combine_teams", Kokkos::TeamPolicy<ExecutionSpace>(space, 1, team_size),
-        detail::CombinePartials<Op, ResultView, PartialView, ExecutionSpace>{op, partials, result});
+        impl::CombinePartials<Op, ResultView, PartialView, ExecutionSpace>{op, partials, result});
   }
 }
 
@@ -357,24 +357,24 @@ typename Op::value_type reduce(const ExecutionSpace& space, const InputView& inp
     return value;
   }
   const auto shape =
-      detail::reduction_shape(space, static_cast<std::int64_t>(input.extent(0)), options.teams);
+      impl::reduction_shape(space, static_cast<std::int64_t>(input.extent(0)), options.teams);
   const auto teams =
-      detail::team_kernel<ExecutionSpace>(input, op, Kokkos::View<value_type, MemorySpace>(),
+      impl::team_kernel<ExecutionSpace>(input, op, Kokkos::View<value_type, MemorySpace>(),
                                           Kokkos::View<value_type*, MemorySpace>(), false, shape);
   value_type value;
   Kokkos::parallel_reduce(
       "kpl::reduce::teams_to_host",
       Kokkos::TeamPolicy<ExecutionSpace>(space, shape.teams, shape.team_size, shape.vector_length),
-      teams, detail::OpReducer<Op>(op, value));
+      teams, impl::OpReducer<Op>(op, value));
   return value;
 }
 
-namespace detail {
+namespace impl {
 template <class Pack, std::size_t... I>
 auto pack_to_tuple(const Pack& pack, std::index_sequence<I...>) {
   return std::make_tuple(kpl::get<I>(pack)...);
 }
-}  // namespace detail
+}  // namespace impl
 
 // Several operations in one pass over the data, e.g. (as gpucoder.reduce with
 // {@sum, @max}):  auto [total, largest] = kpl::reduce(space, x, Sum<float>{}, Max<float>{});
@@ -384,12 +384,12 @@ template <class ExecutionSpace, class InputView, class FirstOp, class SecondOp, 
 auto reduce(const ExecutionSpace& space, const InputView& input, const FirstOp& first,
             const SecondOp& second, const MoreOps&... more) {
   const auto pack = reduce(space, input, several(first, second, more...));
-  return detail::pack_to_tuple(pack, std::make_index_sequence<2 + sizeof...(MoreOps)>{});
+  return impl::pack_to_tuple(pack, std::make_index_sequence<2 + sizeof...(MoreOps)>{});
 }
 
 // ------------------------------------------------ 2-D: rows and columns
 
-namespace detail {
+namespace impl {
 
 // A(output, k) for the output being reduced over k: reduce_rows reads A(i, k),
 // reduce_columns A(k, j).
@@ -618,20 +618,20 @@ void reduce_matrix(const ExecutionSpace& space, const Matrix& matrix, const Op& 
       CombineSegments<Op, Partials, Output>{op, partials, output});
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // output(i) = op over j of matrix(i, j). Asynchronous, like reduce into a View.
 template <class ExecutionSpace, class Matrix, class Op, class Output>
 void reduce_rows(const ExecutionSpace& space, const Matrix& matrix, const Op& op,
                  const Output& output) {
-  detail::reduce_matrix<false>(space, matrix, op, output);
+  impl::reduce_matrix<false>(space, matrix, op, output);
 }
 
 // output(j) = op over i of matrix(i, j). Asynchronous.
 template <class ExecutionSpace, class Matrix, class Op, class Output>
 void reduce_columns(const ExecutionSpace& space, const Matrix& matrix, const Op& op,
                     const Output& output) {
-  detail::reduce_matrix<true>(space, matrix, op, output);
+  impl::reduce_matrix<true>(space, matrix, op, output);
 }
 
 }  // namespace kpl

@@ -11,7 +11,7 @@
 #pragma once
 
 #include <kpl/compact_basis.hpp>
-#include <kpl/detail/kokkos_compat.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
 #include <kpl/reduce.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -35,7 +35,7 @@ inline std::string to_string(GamFamily family) {
   return "unknown";
 }
 
-namespace detail {
+namespace impl {
 
 // Loss and negative gradient per observation, f the linear predictor:
 // Gaussian (y - f)^2; Binomial the negative log-likelihood of y in {0, 1}
@@ -259,5 +259,5 @@ void gam_update_cross_products(const ExecutionSpace& space, std::int64_t learner
       });
 }
 
-}  // namespace detail
+}  // namespace impl
 }  // namespace kpl

@@ -19,8 +19,8 @@
 // On CPUs a team is one thread and every loop is a plain loop.
 #pragma once
 
-#include <kpl/detail/kokkos_compat.hpp>
-#include <kpl/detail/power_of_two.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
+#include <kpl/impl/power_of_two.hpp>
 #include <kpl/execution_spaces.hpp>
 #include <kpl/reduce.hpp>
 
@@ -52,7 +52,7 @@ struct RowRange {
   std::int64_t end;
 };
 
-namespace detail {
+namespace impl {
 
 // Everything one team needs about its system's workspace.
 template <class T>
@@ -242,7 +242,7 @@ struct NnlsTeamSolve {
         [&](const std::int64_t i, typename Op::value_type& partial) {
           op.combine(partial, element(i));
         },
-        detail::OpReducer<Op>(op, result));
+        impl::OpReducer<Op>(op, result));
     return result;
   }
 
@@ -711,7 +711,7 @@ struct NnlsTeamSolve {
 
   // ------------------------------------------------- the system's scale
   // Per system, each column of A and b are multiplied by the powers of two
-  // that bring their largest magnitudes into [1, 2) (detail/power_of_two.hpp,
+  // that bring their largest magnitudes into [1, 2) (impl/power_of_two.hpp,
   // column equilibration): exact, so the solve takes the same steps whatever
   // units A, its columns and b came in, and nothing over- or underflows on
   // the way. NNLS is invariant under positive column scaling (x_j >= 0 holds
@@ -761,7 +761,7 @@ struct NnlsTeamSolve {
           });
           max_op.combine(largest_so_far, column_max);
         },
-        detail::OpReducer<Max<T>>(max_op, a_max));
+        impl::OpReducer<Max<T>>(max_op, a_max));
     const T b_max = team_combine(member, parameters.rows, Max<T>{}, [&](std::int64_t i) {
       return magnitude(b_system[i * b_row_stride]);
     });
@@ -1067,5 +1067,5 @@ struct NnlsTeamSolve {
   }
 };
 
-}  // namespace detail
+}  // namespace impl
 }  // namespace kpl

@@ -9,7 +9,7 @@
 
 #include <type_traits>
 
-namespace kpl::detail {
+namespace kpl::impl {
 
 // The largest exponent e for which 2^e and 2^-e are both normal numbers of T.
 template <class T>
@@ -79,4 +79,4 @@ KOKKOS_INLINE_FUNCTION T scale_by_power_of_two(T value, int exponent) {
   return value * power_of_two<T>(exponent);
 }
 
-}  // namespace kpl::detail
+}  // namespace kpl::impl

@@ -7,13 +7,13 @@
 // the "column" and all the outer ones together are the "rows".
 #pragma once
 
-#include <kpl/detail/pack.hpp>
+#include <kpl/impl/pack.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 
-namespace kpl::detail {
+namespace kpl::impl {
 
 constexpr int max_broadcast_rank = 8;
 
@@ -349,4 +349,4 @@ struct BroadcastScratch {
   }
 };
 
-}  // namespace kpl::detail
+}  // namespace kpl::impl
