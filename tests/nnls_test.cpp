@@ -765,29 +765,29 @@ KPL_EXECUTION_SPACE_TEST(Nnls, StatusesSayWhyNotConverged) { check_honest_status
 // 1)) on one team, as the solver does, and leaves the factorisation behind.
 template <class Space>
 struct QrSequence {
-  using Solver = kpl::impl::NnlsTeamSolve<double, kpl::DenseColumns<double>, Space>;
-  Solver solver;
+  using Batch = kpl::impl::NnlsBatch<double, kpl::DenseColumns<double>, Space>;
+  Batch batch;
   Kokkos::View<const int*, typename Space::memory_space> operations;
   Kokkos::View<int, typename Space::memory_space> passive_count;
-  KOKKOS_INLINE_FUNCTION void operator()(const typename Solver::Member& member) const {
-    const auto storage = solver.workspace.system(
-        0, solver.parameters.rows, solver.parameters.columns, solver.parameters.max_passive);
+  KOKKOS_INLINE_FUNCTION void operator()(const typename Batch::Member& member) const {
+    const auto& parameters = batch.parameters;
+    const auto storage =
+        batch.workspace.system(0, parameters.rows, parameters.columns, parameters.max_passive);
     // Columns at their own scale (measure_system would set these).
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, solver.parameters.columns),
-                         [&](std::int64_t j) {
-                           storage.position[j] = kpl::impl::not_passive;
-                           storage.column_scales[j] = 1.0;
-                           storage.column_exponents[j] = 0;
-                         });
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parameters.columns), [&](std::int64_t j) {
+      storage.position[j] = kpl::impl::not_passive;
+      storage.column_scales[j] = 1.0;
+      storage.column_exponents[j] = 0;
+    });
     member.team_barrier();
     int k = 0;
     for (std::size_t o = 0; o < operations.extent(0); ++o) {
       const int operation = operations(o);
       if (operation >= 0) {
-        solver.append_column(member, 0, storage, operation, k);
+        kpl::impl::reordered_mgs_append(member, batch, 0, storage, operation, k);
         ++k;
       } else {
-        solver.remove_column(member, storage, -operation - 1, k);
+        kpl::impl::givens_downdate(member, batch, storage, -operation - 1, k);
         --k;
       }
       member.team_barrier();
@@ -842,13 +842,13 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization) {
   const Pointers pointers{values.data(), indices.data(), std::int64_t(values.extent(0)),
                           std::int64_t(indices.extent(0))};
   kpl::DenseColumns<double> columns{a_device.data(), 0, 1, m, m};
-  typename QrSequence<Space>::Solver solver{columns,    b_device.data(), m, 1,
-                                            parameters, pointers,        {}};
+  typename QrSequence<Space>::Batch batch{columns,    b_device.data(), m, 1,
+                                          parameters, pointers,        {}};
   Kokkos::View<int, Memory> passive_count("passive_count");
   const int threads = kpl::impl::runs_on_host_v<Space> ? 1 : 8;
   const int lanes = kpl::impl::runs_on_host_v<Space> ? 1 : 32;
   Kokkos::parallel_for("kpl::test::qr_sequence", Kokkos::TeamPolicy<Space>(1, threads, lanes),
-                       QrSequence<Space>{solver, operations, passive_count});
+                       QrSequence<Space>{batch, operations, passive_count});
   Kokkos::fence();
   const auto values_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, values);
   const auto indices_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, indices);
