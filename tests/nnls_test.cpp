@@ -371,8 +371,8 @@ const std::vector<Size> sizes = {{1, 1},   {1, 5},   {5, 1},    {17, 33},
 
 template <class Space, class T>
 void check_against_host_reference(AStorage storage,
-                                  kpl::NnlsGradient gradient = kpl::NnlsGradient::automatic) {
-  NnlsOptions options;
+                                  kpl::NnlsGradient gradient = kpl::NnlsGradient::automatic,
+                                  NnlsOptions options = {}) {
   options.gradient = gradient;
   std::mt19937_64 generator(20261122);
   for (const auto size : sizes) {
@@ -797,7 +797,7 @@ struct QrSequence {
 };
 
 template <class Space>
-void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization) {
+void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization, int host_threads = 1) {
   std::mt19937_64 generator(11);
   const std::int64_t m = 45, n = 30;
   const Matrix a = random_matrix(m, n, generator);
@@ -845,10 +845,13 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization) {
   typename QrSequence<Space>::Batch batch{columns,    b_device.data(), m, 1,
                                           parameters, pointers,        {}};
   Kokkos::View<int, Memory> passive_count("passive_count");
-  const int threads = kpl::impl::runs_on_host_v<Space> ? 1 : 8;
+  const QrSequence<Space> qr_sequence{batch, operations, passive_count};
+  const int host_team_max =
+      Kokkos::TeamPolicy<Space>(1, 1).team_size_max(qr_sequence, Kokkos::ParallelForTag());
+  const int threads = kpl::impl::runs_on_host_v<Space> ? std::min(host_threads, host_team_max) : 8;
   const int lanes = kpl::impl::runs_on_host_v<Space> ? 1 : 32;
   Kokkos::parallel_for("kpl::test::qr_sequence", Kokkos::TeamPolicy<Space>(1, threads, lanes),
-                       QrSequence<Space>{batch, operations, passive_count});
+                       qr_sequence);
   Kokkos::fence();
   const auto values_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, values);
   const auto indices_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, indices);
@@ -898,6 +901,42 @@ KPL_EXECUTION_SPACE_TEST(Nnls, QrUpdateDowndateMatchesFreshQr) {
   check_update_downdate<TypeParam>(kpl::NnlsOrthogonalization::classical_twice);
   check_update_downdate<TypeParam>(kpl::NnlsOrthogonalization::modified_gram_schmidt);
 }
+
+// ------------------------------------------- teams of two on the host
+// The team code paths with more than one thread per team on a CPU: teams of
+// 2 (OpenMP with 2 threads or more; Serial has one thread and clamps to 1),
+// against the host reference and a fresh QR.
+template <class Space>
+struct NoTeamWork {
+  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Space>::member_type&) const {}
+};
+
+template <class Space>
+void check_two_thread_teams() {
+  if (kpl::impl::runs_on_host_v<Space> && Space().concurrency() >= 2) {
+    ASSERT_GE(Kokkos::TeamPolicy<Space>(1, 1).team_size_max(NoTeamWork<Space>{},
+                                                            Kokkos::ParallelForTag()),
+              2)
+        << "teams of 2 must be possible here, or this test checks nothing new";
+  }
+  for (const auto orthogonalization : {kpl::NnlsOrthogonalization::classical_twice,
+                                       kpl::NnlsOrthogonalization::modified_gram_schmidt}) {
+    SCOPED_TRACE(kpl::to_string(orthogonalization));
+    NnlsOptions options;
+    options.team_threads = 2;
+    options.orthogonalization = orthogonalization;
+    check_against_host_reference<Space, double>(AStorage::shared_left,
+                                                kpl::NnlsGradient::from_residual, options);
+    check_against_host_reference<Space, double>(AStorage::shared_right,
+                                                kpl::NnlsGradient::from_cross_products, options);
+    check_against_host_reference<Space, double>(AStorage::per_system_right,
+                                                kpl::NnlsGradient::automatic, options);
+    check_against_host_reference<Space, float>(AStorage::shared_left,
+                                               kpl::NnlsGradient::from_residual, options);
+    check_update_downdate<Space>(orthogonalization, 2);
+  }
+}
+KPL_EXECUTION_SPACE_TEST(Nnls, HostReferenceTwoThreadTeams) { check_two_thread_teams<TypeParam>(); }
 
 template <class Space>
 void check_errors() {
