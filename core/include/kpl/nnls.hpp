@@ -11,26 +11,21 @@
 //   kpl::nnls(space, A, b, solution);               // A [m, n] shared, or [systems, m, n]
 //   // solution.x [systems, n], residual_norm, iterations, status (NnlsStatus)
 //
-// A need not exist as a matrix: nnls_columns takes a column source, a
-// copyable object with
+// nnls_columns takes A as a column source, a copyable object with
 //   KOKKOS_FUNCTION T operator()(int64_t system, int64_t row, int64_t column) const;
 //   KOKKOS_FUNCTION kpl::RowRange rows_of(int64_t system, int64_t column) const;
-// (rows_of bounds where the column may be non-zero; banded matrices make the
-// dot products proportionally cheaper).
+// (rows_of bounds a column's non-zeros: banded matrices cost proportionally less).
 //
-// Units do not matter: each system is solved with its columns and b scaled
-// exactly by powers of two, and every tolerance is relative to G_j =
-// ||a_j||_2 ||b||_2, the largest |w_j| can be (w = A^T (b - A x)):
-// - the zero-set column with the largest w_j / G_j enters while that is
-//   above `tolerance` (default 10 eps max(m, n));
-// - an entering column whose new R diagonal is below dependence_threshold x
-//   its norm is numerically in the span of the passive set; the next best is
-//   taken;
-// - max_iterations (default 3n, as scipy and lsqnonneg) counts passive solves.
-// After the solve the KKT conditions are checked on the device from the
-// residual: kkt_residual = the largest of w_j / G_j (x_j = 0) and |w_j| / G_j
-// (x_j > 0). `converged` means kkt_residual <= kkt_tolerance; every other
-// status says why not, with x the last feasible iterate.
+// Units do not matter (columns and b are scaled exactly by powers of two);
+// every tolerance is relative to G_j = ||a_j|| ||b||, the largest |w_j| can
+// be (w = A^T (b - A x)): the zero-set column with the largest w_j / G_j
+// enters while that is above `tolerance`; one whose new R diagonal is below
+// dependence_threshold x its norm is dependent on the passive set and the
+// next best enters; max_iterations counts passive solves. After the solve
+// the KKT conditions are checked on the device: kkt_residual = the largest
+// of w_j / G_j (x_j = 0) and |w_j| / G_j (x_j > 0); `converged` means
+// kkt_residual <= kkt_tolerance, every other status (NnlsStatus) says why
+// not, with x the last feasible iterate. Defaults: kpl/nnls_options.hpp.
 #pragma once
 
 #include <kpl/impl/nnls_kkt_certificate.hpp>
@@ -54,8 +49,7 @@ struct NnlsSolution {
   Kokkos::View<T*, memory_space> kkt_residual;             // see the header comment
   Kokkos::View<int*, memory_space> iterations;             // passive solves
   Kokkos::View<int*, memory_space> status;                 // NnlsStatus values
-  // Per system: columns that entered the passive set (QR updates) and that
-  // left it (Givens downdates).
+  // Per system: columns that entered (QR updates) and left (Givens downdates).
   Kokkos::View<int* [2], Kokkos::LayoutRight, memory_space> column_changes;
 
   NnlsSolution() = default;
@@ -78,8 +72,7 @@ std::int64_t nnls_workspace_bytes_per_system(std::int64_t rows, std::int64_t col
          Pointers::indices_needed(columns, max_passive) * std::int64_t(sizeof(int));
 }
 
-// The solver's workspace; reuse one across calls, e.g. chunk after chunk of a
-// large batch. It grows as needed and never shrinks.
+// The solver's workspace; reuse one across calls (it grows, never shrinks).
 template <class ExecutionSpace, class T>
 class NnlsWorkspace {
  public:
