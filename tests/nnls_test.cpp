@@ -371,8 +371,8 @@ const std::vector<Size> sizes = {{1, 1},   {1, 5},   {5, 1},    {17, 33},
 
 template <class Space, class T>
 void check_against_host_reference(AStorage storage,
-                                  kpl::NnlsGradient gradient = kpl::NnlsGradient::automatic) {
-  NnlsOptions options;
+                                  kpl::NnlsGradient gradient = kpl::NnlsGradient::automatic,
+                                  NnlsOptions options = {}) {
   options.gradient = gradient;
   std::mt19937_64 generator(20261122);
   for (const auto size : sizes) {
@@ -765,29 +765,29 @@ KPL_EXECUTION_SPACE_TEST(Nnls, StatusesSayWhyNotConverged) { check_honest_status
 // 1)) on one team, as the solver does, and leaves the factorisation behind.
 template <class Space>
 struct QrSequence {
-  using Solver = kpl::impl::NnlsTeamSolve<double, kpl::DenseColumns<double>, Space>;
-  Solver solver;
+  using Batch = kpl::impl::NnlsBatch<double, kpl::DenseColumns<double>, Space>;
+  Batch batch;
   Kokkos::View<const int*, typename Space::memory_space> operations;
   Kokkos::View<int, typename Space::memory_space> passive_count;
-  KOKKOS_INLINE_FUNCTION void operator()(const typename Solver::Member& member) const {
-    const auto storage = solver.workspace.system(
-        0, solver.parameters.rows, solver.parameters.columns, solver.parameters.max_passive);
+  KOKKOS_INLINE_FUNCTION void operator()(const typename Batch::Member& member) const {
+    const auto& parameters = batch.parameters;
+    const auto storage =
+        batch.workspace.system(0, parameters.rows, parameters.columns, parameters.max_passive);
     // Columns at their own scale (measure_system would set these).
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, solver.parameters.columns),
-                         [&](std::int64_t j) {
-                           storage.position[j] = kpl::impl::not_passive;
-                           storage.column_scales[j] = 1.0;
-                           storage.column_exponents[j] = 0;
-                         });
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parameters.columns), [&](std::int64_t j) {
+      storage.position[j] = kpl::impl::not_passive;
+      storage.column_scales[j] = 1.0;
+      storage.column_exponents[j] = 0;
+    });
     member.team_barrier();
     int k = 0;
     for (std::size_t o = 0; o < operations.extent(0); ++o) {
       const int operation = operations(o);
       if (operation >= 0) {
-        solver.append_column(member, 0, storage, operation, k);
+        kpl::impl::reordered_mgs_append(member, batch, 0, storage, operation, k);
         ++k;
       } else {
-        solver.remove_column(member, storage, -operation - 1, k);
+        kpl::impl::givens_downdate(member, batch, storage, -operation - 1, k);
         --k;
       }
       member.team_barrier();
@@ -797,7 +797,7 @@ struct QrSequence {
 };
 
 template <class Space>
-void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization) {
+void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization, int host_threads = 1) {
   std::mt19937_64 generator(11);
   const std::int64_t m = 45, n = 30;
   const Matrix a = random_matrix(m, n, generator);
@@ -842,13 +842,16 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization) {
   const Pointers pointers{values.data(), indices.data(), std::int64_t(values.extent(0)),
                           std::int64_t(indices.extent(0))};
   kpl::DenseColumns<double> columns{a_device.data(), 0, 1, m, m};
-  typename QrSequence<Space>::Solver solver{columns,    b_device.data(), m, 1,
-                                            parameters, pointers,        {}};
+  typename QrSequence<Space>::Batch batch{columns,    b_device.data(), m, 1,
+                                          parameters, pointers,        {}};
   Kokkos::View<int, Memory> passive_count("passive_count");
-  const int threads = kpl::impl::runs_on_host_v<Space> ? 1 : 8;
+  const QrSequence<Space> qr_sequence{batch, operations, passive_count};
+  const int host_team_max =
+      Kokkos::TeamPolicy<Space>(1, 1).team_size_max(qr_sequence, Kokkos::ParallelForTag());
+  const int threads = kpl::impl::runs_on_host_v<Space> ? std::min(host_threads, host_team_max) : 8;
   const int lanes = kpl::impl::runs_on_host_v<Space> ? 1 : 32;
   Kokkos::parallel_for("kpl::test::qr_sequence", Kokkos::TeamPolicy<Space>(1, threads, lanes),
-                       QrSequence<Space>{solver, operations, passive_count});
+                       qr_sequence);
   Kokkos::fence();
   const auto values_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, values);
   const auto indices_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, indices);
@@ -898,6 +901,42 @@ KPL_EXECUTION_SPACE_TEST(Nnls, QrUpdateDowndateMatchesFreshQr) {
   check_update_downdate<TypeParam>(kpl::NnlsOrthogonalization::classical_twice);
   check_update_downdate<TypeParam>(kpl::NnlsOrthogonalization::modified_gram_schmidt);
 }
+
+// ------------------------------------------- teams of two on the host
+// The team code paths with more than one thread per team on a CPU: teams of
+// 2 (OpenMP with 2 threads or more; Serial has one thread and clamps to 1),
+// against the host reference and a fresh QR.
+template <class Space>
+struct NoTeamWork {
+  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Space>::member_type&) const {}
+};
+
+template <class Space>
+void check_two_thread_teams() {
+  if (kpl::impl::runs_on_host_v<Space> && Space().concurrency() >= 2) {
+    ASSERT_GE(Kokkos::TeamPolicy<Space>(1, 1).team_size_max(NoTeamWork<Space>{},
+                                                            Kokkos::ParallelForTag()),
+              2)
+        << "teams of 2 must be possible here, or this test checks nothing new";
+  }
+  for (const auto orthogonalization : {kpl::NnlsOrthogonalization::classical_twice,
+                                       kpl::NnlsOrthogonalization::modified_gram_schmidt}) {
+    SCOPED_TRACE(kpl::to_string(orthogonalization));
+    NnlsOptions options;
+    options.team_threads = 2;
+    options.orthogonalization = orthogonalization;
+    check_against_host_reference<Space, double>(AStorage::shared_left,
+                                                kpl::NnlsGradient::from_residual, options);
+    check_against_host_reference<Space, double>(AStorage::shared_right,
+                                                kpl::NnlsGradient::from_cross_products, options);
+    check_against_host_reference<Space, double>(AStorage::per_system_right,
+                                                kpl::NnlsGradient::automatic, options);
+    check_against_host_reference<Space, float>(AStorage::shared_left,
+                                               kpl::NnlsGradient::from_residual, options);
+    check_update_downdate<Space>(orthogonalization, 2);
+  }
+}
+KPL_EXECUTION_SPACE_TEST(Nnls, HostReferenceTwoThreadTeams) { check_two_thread_teams<TypeParam>(); }
 
 template <class Space>
 void check_errors() {
