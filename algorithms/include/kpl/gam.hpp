@@ -1,35 +1,20 @@
 // Gradient-boosted generalised additive models: component-wise boosting with
-// penalised B-spline base-learners (Sieminski & Lee 2023, §2-3 and
-// Appendix A; the model of R's mboost gamboost with bbs base-learners,
-// Bühlmann & Hothorn 2007), the whole boosting loop on the device.
+// penalised B-spline base-learners (Sieminski & Lee 2023, §2-3, Appendix A;
+// R mboost's gamboost with bbs, Bühlmann & Hothorn 2007), on the device.
 //
-//   kpl::GamOptions options;                      // k = 24, P-spline d = 2, df 4, ...
-//   auto model = kpl::fit_gam(space, X, y, options);          // X [n, p], y [n]
+//   auto model = kpl::fit_gam(space, X, y, kpl::GamOptions{});  // X [n, p], y [n]
 //   kpl::predict_gam(space, model, X_new, prediction, partial_effects);
 //
-// One base-learner per covariate j: B_j = the B-spline basis of covariate j
-// (kpl/bspline.hpp, mboost's knots), penalty K = D^T D of the difference order
-// (0: ridge, K = I), lambda_j from df (kpl/gam_penalty.hpp). Each iteration
-// fits every learner to the negative gradient u, takes the one with the least
-// residual sum of squares and adds nu times its fit (Algorithm 2;
-// impl/gam_boosting_iteration.hpp).
-//
-// Modes (GamOptions::mode):
-// - direct: c = B^T u from the basis every iteration, O(n p (d + 1)) with the
-//   compact basis (GamBasis::compact, the default) or O(n p k) with the dense
-//   one through kpl::gemv (GamBasis::dense: the seed's gemv strategies);
-// - gram (Gaussian only): c is kept up to date by c_j -= nu B_j^T B_s gamma_s,
-//   O(p k^2) an iteration; B_j^T B_s is formed when s is first selected, and
-//   c, f and the risk are recomputed from the rows every gram_refresh
-//   iterations and at the end so rounding cannot drift.
-//
-// Families (GamFamily, impl/gam_family.hpp): Gaussian (risk = sum of squared
-// residuals), Binomial (y in {0, 1}, f the log-odds, risk the negative
-// log-likelihood) and Poisson (f = log(mean)). mboost's Binomial() codes y
-// as -1/+1, models f = half the log-odds and takes as its negative gradient
-// that of log2(1 + e^(-2yf)), (2 / ln 2)(y - p) in kpl's terms: an mboost fit
-// with step nu therefore follows kpl's path with step 4 nu / ln 2, selecting
-// the same learners, with coefficients and offset half of kpl's.
+// Learner j: the B-spline basis B_j of covariate j (kpl/bspline.hpp, mboost's
+// knots), penalty D^T D of the difference order (0: ridge), lambda_j from df
+// (kpl/gam_penalty.hpp). Each iteration fits every learner to the negative
+// gradient, takes the one of least residual sum of squares and adds nu times
+// its fit (Algorithm 2). Modes: direct (c = B^T u from the compact or dense
+// basis every iteration) or gram (Gaussian only: c updated from cached
+// B_j^T B_s); impl/gam_boosting_iteration.hpp has the loop. Families:
+// Gaussian, Binomial (y in {0, 1}, f the log-odds) and Poisson (f =
+// log(mean)); an mboost Binomial() fit with step nu is kpl's with step
+// 4 nu / ln 2 and half the coefficients (impl/gam_family.hpp says why).
 #pragma once
 
 #include <kpl/bspline.hpp>

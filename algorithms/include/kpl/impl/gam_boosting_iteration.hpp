@@ -8,7 +8,16 @@
 //   f += B_s step, u, risk    update_rows (direct mode), or
 //   c_j -= (B_j^T B_s) step   update_cross_products (Gram mode)
 // and only s (Gram and dense modes) or nothing (direct, compact) reaches the
-// host. Part of kpl/gam.hpp, included after its types.
+// host.
+//
+// Modes: direct, c = B^T u from the basis every iteration, O(n p (d + 1))
+// with the compact basis or O(n p k) with the dense one through kpl::gemv
+// (the seed's gemv strategies); gram (Gaussian only), c kept up to date by
+// c_j -= nu B_j^T B_s gamma_s, O(p k^2) an iteration, B_j^T B_s formed when
+// s is first selected, and c, f and the risk recomputed from the rows every
+// gram_refresh iterations and at the end so rounding cannot drift.
+//
+// Part of kpl/gam.hpp, included after its types.
 #pragma once
 
 #include <kpl/impl/gam_booster.hpp>
