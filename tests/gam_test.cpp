@@ -210,6 +210,68 @@ void check_compact_products(std::int64_t n, std::int64_t p, int k, int degree) {
   }
 }
 
+// The GPU strategies of B^T u (one owner per entry) and B^T W B (exact fixed
+// point), run on this space with teams of up to 2 threads and chunks of 700
+// rows (their partial sums added in order), against the dense host products.
+template <class Space>
+void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
+  SCOPED_TRACE("team strategies n " + std::to_string(n) + " k " + std::to_string(k));
+  using Memory = typename Space::memory_space;
+  Space space;
+  const int team_size = std::min(2, Space().concurrency());
+  std::mt19937_64 generator(n * 7 + k);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  HostMatrix host_X("X", n, p), dense("dense", n, p * k);
+  std::vector<kpl::BsplineMesh> mesh_list(p);
+  Kokkos::View<kpl::BsplineMesh*, Kokkos::HostSpace> host_meshes("meshes", p);
+  for (std::int64_t j = 0; j < p; ++j) host_meshes(j) = mesh_list[j] = {0, 1 + 0.1 * j, k, degree};
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < p; ++j) {
+      host_X(i, j) = 1.2 * uniform(generator) - 0.05;
+      const auto row = reference_row(mesh_list[j], host_X(i, j));
+      for (int a = 0; a < k; ++a) dense(i, j * k + a) = row[a];
+    }
+  kpl::CompactBasis<double, Memory> basis("basis", p, n, degree + 1, k);
+  kpl::build_bspline_basis(space, on_device<Space>(host_X), on_device<Space>(host_meshes), basis);
+  HostVector host_u("u", n), host_w("w", n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    host_u(i) = uniform(generator) - 0.5;
+    host_w(i) = i % 4 == 1 ? 0.0 : 0.5 + uniform(generator);
+  }
+  const std::int64_t rows_per_team = 700, chunks = (n + rows_per_team - 1) / rows_per_team;
+  Kokkos::View<double*, Memory> c("c", p * k), cross("cross", p * k * k),
+      partials("partials", p * chunks * k * k);
+  const kpl::impl::ChunkSums<decltype(c)> c_sums{c, partials, chunks, k};
+  kpl::impl::transpose_product_by_owners(space, basis, on_device<Space>(host_u), rows_per_team,
+                                         c_sums, team_size);
+  if (chunks > 1) kpl::impl::add_chunks_in_order(space, partials, p, chunks, k, c);
+  const auto host_c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c);
+  for (std::int64_t e = 0; e < p * k; ++e) {
+    double expected = 0;
+    for (std::int64_t i = 0; i < n; ++i) expected += dense(i, e) * host_u(i);
+    EXPECT_NEAR(host_c(e), expected, 1e-12 * (1 + std::fabs(expected))) << "c[" << e << "]";
+  }
+  const kpl::impl::ChunkSums<decltype(cross)> cross_sums{cross, partials, chunks, k * k};
+  kpl::impl::cross_products_in_fixed_point(space, basis, on_device<Space>(host_w), p - 1,
+                                           rows_per_team, cross_sums, team_size);
+  if (chunks > 1) kpl::impl::add_chunks_in_order(space, partials, p, chunks, k * k, cross);
+  const auto host_cross = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cross);
+  for (std::int64_t j = 0; j < p; ++j)
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b) {
+        double expected = 0;
+        for (std::int64_t i = 0; i < n; ++i)
+          expected += host_w(i) * dense(i, j * k + a) * dense(i, (p - 1) * k + b);
+        EXPECT_NEAR(host_cross((j * k + a) * k + b), expected, 1e-12 * (1 + std::fabs(expected)))
+            << "block " << j << " (" << a << ", " << b << ")";
+      }
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, TeamStrategiesOfCompactProductsMatchDense) {
+  check_team_strategies<TypeParam>(2000, 3, 10, 3);
+  check_team_strategies<TypeParam>(300, 2, 7, 2);
+}
+
 KPL_EXECUTION_SPACE_TEST(Gam, CompactBasisProductsMatchDense) {
   check_compact_products<TypeParam>(0, 2, 6, 3);
   check_compact_products<TypeParam>(1, 1, 4, 1);
@@ -471,9 +533,95 @@ KPL_EXECUTION_SPACE_TEST(Gam, FloatSelectsTheSameCovariates) {
 
 // ----------------------------------------- families against a host reference
 
+// Each family's negative gradient and loss per observation, written out from
+// their definitions (f the linear predictor), independent of the library:
+// Gaussian: loss (y - f)^2, gradient y - f (mboost's sum of squares takes
+//   the negative gradient of (y - f)^2 / 2);
+// Binomial, y in {0, 1}, f the log-odds, p = 1 / (1 + e^-f): loss the
+//   negative log-likelihood -(y log p + (1 - y) log(1 - p)), gradient y - p;
+// Poisson, f = log(mean) = log(mu): loss -log(mu^y e^-mu / y!)
+//   = mu - y f + log(y!), gradient y - mu.
+double reference_negative_gradient(kpl::GamFamily family, double y, double f) {
+  switch (family) {
+    case kpl::GamFamily::binomial:
+      return y - std::exp(f) / (1 + std::exp(f));
+    case kpl::GamFamily::poisson:
+      return y - std::exp(f);
+    default:
+      return y - f;
+  }
+}
+
+double log_factorial(double y) {
+  double sum = 0;
+  for (int i = 2; i <= static_cast<int>(y); ++i) sum += std::log(double(i));
+  return sum;
+}
+
+double reference_loss(kpl::GamFamily family, double y, double f) {
+  switch (family) {
+    case kpl::GamFamily::binomial: {
+      const double p = std::exp(f) / (1 + std::exp(f));
+      return -(y * std::log(p) + (1 - y) * std::log(1 - p));
+    }
+    case kpl::GamFamily::poisson:
+      return std::exp(f) - y * f + log_factorial(y);
+    default:
+      return (y - f) * (y - f);
+  }
+}
+
+// The library's family functions, evaluated in Space, against the
+// definitions above on a grid of responses and predictors.
+template <class Space>
+void check_family_functions(kpl::GamFamily family) {
+  SCOPED_TRACE("family " + kpl::to_string(family));
+  std::vector<double> ys;
+  if (family == kpl::GamFamily::binomial)
+    ys = {0, 1};
+  else if (family == kpl::GamFamily::poisson)
+    ys = {0, 1, 2, 5, 17};
+  else
+    ys = {-3.5, 0, 0.25, 7};
+  const std::vector<double> fs{-4, -1.5, -0.2, 0, 0.3, 1, 2.5, 6};
+  const std::int64_t count = ys.size() * fs.size();
+  Kokkos::View<double*, Kokkos::HostSpace> host_y("y", count), host_f("f", count);
+  for (std::size_t a = 0; a < ys.size(); ++a)
+    for (std::size_t b = 0; b < fs.size(); ++b) {
+      host_y(a * fs.size() + b) = ys[a];
+      host_f(a * fs.size() + b) = fs[b];
+    }
+  const auto y = on_device<Space>(host_y);
+  const auto f = on_device<Space>(host_f);
+  Kokkos::View<double*, typename Space::memory_space> gradient("gradient", count),
+      loss("loss", count);
+  const kpl::impl::GamFamilyFunctions functions{family};
+  Kokkos::parallel_for(
+      "test::gam::family", Kokkos::RangePolicy<Space>(0, count), KOKKOS_LAMBDA(const int i) {
+        gradient(i) = functions.negative_gradient(y(i), f(i));
+        loss(i) = functions.loss(y(i), f(i));
+      });
+  const auto host_gradient = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gradient);
+  const auto host_loss = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double expected_gradient = reference_negative_gradient(family, host_y(i), host_f(i));
+    const double expected_loss = reference_loss(family, host_y(i), host_f(i));
+    EXPECT_NEAR(host_gradient(i), expected_gradient, 1e-12 * (1 + std::fabs(expected_gradient)))
+        << "y " << host_y(i) << " f " << host_f(i);
+    EXPECT_NEAR(host_loss(i), expected_loss, 1e-12 * (1 + std::fabs(expected_loss)))
+        << "y " << host_y(i) << " f " << host_f(i);
+  }
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, FamilyGradientsAndLossesMatchTheirDefinitions) {
+  for (auto family : {kpl::GamFamily::gaussian, kpl::GamFamily::binomial, kpl::GamFamily::poisson})
+    check_family_functions<TypeParam>(family);
+}
+
 // Algorithm 2 written out on the host in double with dense matrices: the
 // basis from the textbook recursion, lambda from penalise_learner (tested
-// above), each learner's fit formed and its RSS summed explicitly.
+// above), the families' gradients and losses from their definitions (above),
+// each learner's fit formed and its RSS summed explicitly.
 // With mboost_binomial, the model as mboost's Binomial() writes it: y coded
 // -1/+1, f half the log-odds, the negative gradient of log2(1 + e^(-2yf)).
 kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
@@ -502,7 +650,6 @@ kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
     inverse[j] =
         kpl::penalise_learner(gram, penalty, k, options.df, options.df_definition, "x").inverse;
   }
-  const kpl::impl::GamFamilyFunctions family{options.family};
   double mean = 0;
   for (double value : y) mean += value / n;
   model.offset = options.family == kpl::GamFamily::binomial  ? std::log(mean / (1 - mean))
@@ -513,7 +660,7 @@ kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
   model.coefficients.assign(p * k, 0.0);
   const auto risk = [&] {
     double sum = 0;
-    for (std::int64_t i = 0; i < n; ++i) sum += family.loss(y[i], f[i]);
+    for (std::int64_t i = 0; i < n; ++i) sum += reference_loss(options.family, y[i], f[i]);
     return sum;
   };
   model.risk.push_back(risk());
@@ -523,7 +670,7 @@ kpl::GamModel host_boosting(const HostMatrix& X, const std::vector<double>& y,
         const double sign = 2 * y[i] - 1, e = std::exp(-2 * sign * f[i]);
         u[i] = 2 * sign * e / (std::log(2.0) * (1 + e));
       } else {
-        u[i] = family.negative_gradient(y[i], f[i]);
+        u[i] = reference_negative_gradient(options.family, y[i], f[i]);
       }
     }
     double best_rss = std::numeric_limits<double>::infinity();
@@ -872,10 +1019,25 @@ void check_non_finite_never_selected() {
   host(2) = std::numeric_limits<double>::quiet_NaN();
   host(3) = -2;
   Kokkos::deep_copy(scores, host);
-  kpl::impl::gam_select(Space(), 4, scores, selected, 0, current);
-  int chosen = -1;
-  Kokkos::deep_copy(chosen, current);
-  EXPECT_EQ(chosen, 1);
+  // The space's own team size, then teams of 2 threads (where it has them).
+  for (int team_size : {0, std::min(2, Space().concurrency())}) {
+    kpl::impl::gam_select(Space(), 4, scores, selected, 0, current, team_size);
+    int chosen = -1;
+    Kokkos::deep_copy(chosen, current);
+    EXPECT_EQ(chosen, 1) << "team size " << team_size;
+  }
+  // The least score wins, ties to the lowest index.
+  host(0) = 4;
+  host(1) = -1;
+  host(2) = -5;
+  host(3) = -5;
+  Kokkos::deep_copy(scores, host);
+  for (int team_size : {0, std::min(2, Space().concurrency())}) {
+    kpl::impl::gam_select(Space(), 4, scores, selected, 0, current, team_size);
+    int chosen = -1;
+    Kokkos::deep_copy(chosen, current);
+    EXPECT_EQ(chosen, 2) << "team size " << team_size;
+  }
 }
 KPL_EXECUTION_SPACE_TEST(Gam, NanScoreNeverWins) { check_non_finite_never_selected<TypeParam>(); }
 
@@ -923,8 +1085,15 @@ KPL_EXECUTION_SPACE_TEST(Gam, PredictionContinuesLinearlyOutsideTheRange) {
   auto effects = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), partial);
   EXPECT_NEAR(f(2) - f(1), f(1) - f(0), 1e-10);  // straight beyond the upper end
   EXPECT_NEAR(f(5) - f(4), f(4) - f(3), 1e-10);  // and below the lower one
-  for (std::size_t i = 0; i < points.size(); ++i)
-    EXPECT_NEAR(f(i), model.offset + effects(i, 0), 1e-12);
+  // Each effect is the model's coefficients on the textbook basis row,
+  // extended linearly outside the range (reference_row).
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto row = reference_row(model.meshes[0], points[i]);
+    double effect = 0;
+    for (int a = 0; a < options.basis_size; ++a) effect += row[a] * model.coefficients[a];
+    EXPECT_NEAR(effects(i, 0), effect, 1e-10 * (1 + std::fabs(effect))) << "x " << points[i];
+    EXPECT_NEAR(f(i), model.offset + effect, 1e-10 * (1 + std::fabs(effect))) << "x " << points[i];
+  }
 }
 
 }  // namespace

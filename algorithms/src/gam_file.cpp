@@ -82,34 +82,10 @@ void require_finite_fit(const GamModel& model, const std::vector<double>& cv_ris
                         "is not finite");
 }
 
-template <class T>
-GamFitSummary fit_in_precision(const hdf5::HostArray<double, 2>& host_X,
-                               const hdf5::HostArray<double, 1>& host_y,
-                               const std::string& input_path, hdf5::OutputFile& output,
-                               const GamFitFileOptions& options) {
-  const Space space;
-  const auto X = to_device<T>(host_X);
-  const auto y = to_device<T>(host_y);
-  GamFitSummary summary;
-  summary.observations = X.extent(0);
-  summary.covariates = X.extent(1);
-  GamOptions gam = options.gam;
-  GamCrossValidation cv;
-  if (options.cv_folds > 0) {
-    Kokkos::Timer timer;
-    cv = with_file_context(input_path, [&] {
-      return cross_validate_gam(space, X, y, gam, options.cv_folds, options.cv_seed);
-    });
-    summary.cv_seconds = timer.seconds();
-    gam.mstop = cv.best_mstop;
-  }
-  const GamModel model = with_file_context(
-      input_path, [&] { return fit_gam(space, X, y, gam, &summary.timings, options.progress); });
-  summary.mstop = gam.mstop;
-  summary.final_risk = model.risk.back();
-  require_finite_fit(model, cv.risk, input_path);
-
-  const std::int64_t p = model.covariates, k = gam.basis_size;
+// The model's datasets, and the cross-validation's risks when it ran.
+void write_model_datasets(const GamModel& model, const GamCrossValidation& cv,
+                          const GamFitFileOptions& options, hdf5::OutputFile& output) {
+  const std::int64_t p = model.covariates, k = model.options.basis_size;
   hdf5::HostArray<std::int64_t, 1> selected("selected", model.selected.size());
   std::copy(model.selected.begin(), model.selected.end(), selected.data());
   output.write("/selected", selected);
@@ -141,10 +117,16 @@ GamFitSummary fit_in_precision(const hdf5::HostArray<double, 2>& host_X,
     output.write_attribute("/", "cv_mstop_range", std::int64_t(range));
     output.write_attribute("/", "cv_mstop", std::int64_t(cv.best_mstop));
   }
+}
+
+// The fit's settings, provenance and timings as root attributes.
+template <class T>
+void write_fit_attributes(const GamOptions& gam, const GamFitSummary& summary,
+                          const std::string& input_path, hdf5::OutputFile& output) {
   output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
   output.write_attribute("/", "input", input_path);
   output.write_attribute("/", "observations", std::int64_t(summary.observations));
-  output.write_attribute("/", "basis_size", std::int64_t(k));
+  output.write_attribute("/", "basis_size", std::int64_t(gam.basis_size));
   output.write_attribute("/", "degree", std::int64_t(gam.degree));
   output.write_attribute("/", "penalty", penalty_name(gam.differences));
   output.write_attribute("/", "differences", std::int64_t(gam.differences));
@@ -165,6 +147,36 @@ GamFitSummary fit_in_precision(const hdf5::HostArray<double, 2>& host_X,
                          "Boosted GAM (mboost gamboost/bbs model): prediction = offset + sum_j "
                          "B_j(x_j) coefficients[j]; /selected 0-based covariate per iteration; "
                          "/risk training risk, first at the offset");
+}
+
+template <class T>
+GamFitSummary fit_in_precision(const hdf5::HostArray<double, 2>& host_X,
+                               const hdf5::HostArray<double, 1>& host_y,
+                               const std::string& input_path, hdf5::OutputFile& output,
+                               const GamFitFileOptions& options) {
+  const Space space;
+  const auto X = to_device<T>(host_X);
+  const auto y = to_device<T>(host_y);
+  GamFitSummary summary;
+  summary.observations = X.extent(0);
+  summary.covariates = X.extent(1);
+  GamOptions gam = options.gam;
+  GamCrossValidation cv;
+  if (options.cv_folds > 0) {
+    Kokkos::Timer timer;
+    cv = with_file_context(input_path, [&] {
+      return cross_validate_gam(space, X, y, gam, options.cv_folds, options.cv_seed);
+    });
+    summary.cv_seconds = timer.seconds();
+    gam.mstop = cv.best_mstop;
+  }
+  const GamModel model = with_file_context(
+      input_path, [&] { return fit_gam(space, X, y, gam, &summary.timings, options.progress); });
+  summary.mstop = gam.mstop;
+  summary.final_risk = model.risk.back();
+  require_finite_fit(model, cv.risk, input_path);
+  write_model_datasets(model, cv, options, output);
+  write_fit_attributes<T>(gam, summary, input_path, output);
   output.commit();
   return summary;
 }

@@ -67,11 +67,12 @@ Matrix transpose(const Matrix& a, int k) {
 
 }  // namespace
 
-std::vector<double> symmetric_eigenvalues(std::vector<double> a, int k) {
-  // Householder reduction to tridiagonal form, then the implicit QL method
-  // with Wilkinson-type shifts (Golub & Van Loan §8.3; eigenvalues only):
-  // about (4/3) k^3 flops, a tenth of cyclic Jacobi's at k = 32.
-  std::vector<double> diagonal(k), off(k, 0.0), v(k), q(k);
+namespace {
+
+// Householder reduction of the symmetric a to tridiagonal form, in place
+// (Golub & Van Loan §8.3.1).
+void reduce_to_tridiagonal(std::vector<double>& a, int k) {
+  std::vector<double> v(k), q(k);
   for (int column = 0; column + 2 < k; ++column) {
     double norm = 0;
     for (int i = column + 1; i < k; ++i) norm += a[i * k + column] * a[i * k + column];
@@ -102,9 +103,12 @@ std::vector<double> symmetric_eigenvalues(std::vector<double> a, int k) {
     a[(column + 1) * k + column] = a[column * k + column + 1] = alpha;
     for (int i = column + 2; i < k; ++i) a[i * k + column] = a[column * k + i] = 0;
   }
-  for (int i = 0; i < k; ++i) diagonal[i] = a[i * k + i];
-  for (int i = 0; i + 1 < k; ++i) off[i] = a[(i + 1) * k + i];
-  // Implicit QL: off[i] couples diagonal[i] and diagonal[i + 1].
+}
+
+// The eigenvalues of the symmetric tridiagonal matrix of diagonal and off
+// (off[i] couples diagonal[i] and diagonal[i + 1]) by the implicit QL method
+// with Wilkinson-type shifts (Golub & Van Loan §8.3.5), into diagonal.
+void tridiagonal_eigenvalues(std::vector<double>& diagonal, std::vector<double>& off, int k) {
   const double epsilon = std::numeric_limits<double>::epsilon();
   for (int low = 0; low < k; ++low) {
     for (int sweep = 0;; ++sweep) {
@@ -144,6 +148,19 @@ std::vector<double> symmetric_eigenvalues(std::vector<double> a, int k) {
       off[high] = 0;
     }
   }
+}
+
+}  // namespace
+
+std::vector<double> symmetric_eigenvalues(std::vector<double> a, int k) {
+  // Householder reduction to tridiagonal form, then the implicit QL method
+  // with Wilkinson-type shifts (Golub & Van Loan §8.3; eigenvalues only):
+  // about (4/3) k^3 flops, a tenth of cyclic Jacobi's at k = 32.
+  reduce_to_tridiagonal(a, k);
+  std::vector<double> diagonal(k), off(k, 0.0);
+  for (int i = 0; i < k; ++i) diagonal[i] = a[i * k + i];
+  for (int i = 0; i + 1 < k; ++i) off[i] = a[(i + 1) * k + i];
+  tridiagonal_eigenvalues(diagonal, off, k);
   std::sort(diagonal.begin(), diagonal.end(), std::greater<>());
   return diagonal;
 }
@@ -175,6 +192,63 @@ double degrees_of_freedom(const std::vector<double>& eigenvalues, double lambda,
   return df;
 }
 
+namespace {
+
+// rank(B) (mboost: rankMatrix(X) by QR): k when G has a Cholesky factor,
+// otherwise counted from G's spectrum.
+int gram_rank(const Matrix& gram, int k) {
+  Matrix unused;
+  if (cholesky(gram, k, unused)) return k;
+  const auto gram_spectrum = symmetric_eigenvalues(gram, k);
+  int rank = 0;
+  for (double value : gram_spectrum)
+    if (value > gram_spectrum.front() * k * 1e-13) ++rank;
+  return rank;
+}
+
+// The lambda of df(lambda) = target_df: df(lambda) decreases from rank(B)
+// towards the penalty's null-space dimension; bracket the root by doubling,
+// then bisect to the last bit.
+double lambda_for_df(const std::vector<double>& eigenvalues, double target_df,
+                     DfDefinition definition, const std::string& learner) {
+  double low = 0, high = 1;
+  while (degrees_of_freedom(eigenvalues, high, definition) > target_df) {
+    high *= 2;
+    if (high > 1e15)
+      throw std::invalid_argument(
+          learner + ": df " + std::to_string(target_df) + " is not reachable: the penalty leaves " +
+          std::to_string(degrees_of_freedom(eigenvalues, 1e15, definition)) +
+          " degrees of freedom unpenalised (its null space); ask for more");
+  }
+  for (int step = 0; step < 200 && high - low > 1e-16 * high; ++step) {
+    const double middle = 0.5 * (low + high);
+    (degrees_of_freedom(eigenvalues, middle, definition) > target_df ? low : high) = middle;
+  }
+  return 0.5 * (low + high);
+}
+
+// M = (G + lambda K)^-1 through its Cholesky factor (M = L^-T L^-1), and
+// R = M (G + 2 lambda K) M.
+void smoother_matrices(const Matrix& gram, const Matrix& penalty, int k, const std::string& learner,
+                       LearnerPenalty& result) {
+  const std::size_t size = static_cast<std::size_t>(k) * k;
+  Matrix system(gram);
+  for (std::size_t i = 0; i < size; ++i) system[i] += result.lambda * penalty[i];
+  Matrix lower;
+  if (!cholesky(system, k, lower))
+    throw std::invalid_argument(
+        learner + ": B^T B + lambda K is singular (lambda = " + std::to_string(result.lambda) +
+        "): the covariate has too few distinct values for " + std::to_string(k) +
+        " basis functions; lower the basis size or df");
+  const Matrix inverse_lower = invert_lower(lower, k);
+  result.inverse = multiply(transpose(inverse_lower, k), inverse_lower, k);
+  Matrix doubled_penalty(gram);
+  for (std::size_t i = 0; i < size; ++i) doubled_penalty[i] += 2 * result.lambda * penalty[i];
+  result.reduction = multiply(multiply(result.inverse, doubled_penalty, k), result.inverse, k);
+}
+
+}  // namespace
+
 LearnerPenalty penalise_learner(const std::vector<double>& gram, const std::vector<double>& penalty,
                                 int k, double target_df, DfDefinition definition,
                                 const std::string& learner, int unpenalised) {
@@ -190,18 +264,7 @@ LearnerPenalty penalise_learner(const std::vector<double>& gram, const std::vect
                                 " is not reachable: the penalty leaves " +
                                 std::to_string(unpenalised) +
                                 " degrees of freedom unpenalised (its null space); ask for more");
-  // rank(B) (mboost: rankMatrix(X) by QR): k when G has a Cholesky factor,
-  // otherwise counted from G's spectrum.
-  int rank = k;
-  {
-    Matrix unused;
-    if (!cholesky(gram, k, unused)) {
-      const auto gram_spectrum = symmetric_eigenvalues(gram, k);
-      rank = 0;
-      for (double value : gram_spectrum)
-        if (value > gram_spectrum.front() * k * 1e-13) ++rank;
-    }
-  }
+  const int rank = gram_rank(gram, k);
   LearnerPenalty result;
   std::vector<double> eigenvalues;
   try {
@@ -214,39 +277,10 @@ LearnerPenalty penalise_learner(const std::vector<double>& gram, const std::vect
     result.lambda = 0;
     result.df = std::min(rank, k);
   } else {
-    // df(lambda) decreases from rank(B) towards the penalty's null-space
-    // dimension; bracket the root by doubling, then bisect to the last bit.
-    double low = 0, high = 1;
-    while (degrees_of_freedom(eigenvalues, high, definition) > target_df) {
-      high *= 2;
-      if (high > 1e15)
-        throw std::invalid_argument(
-            learner + ": df " + std::to_string(target_df) +
-            " is not reachable: the penalty leaves " +
-            std::to_string(degrees_of_freedom(eigenvalues, 1e15, definition)) +
-            " degrees of freedom unpenalised (its null space); ask for more");
-    }
-    for (int step = 0; step < 200 && high - low > 1e-16 * high; ++step) {
-      const double middle = 0.5 * (low + high);
-      (degrees_of_freedom(eigenvalues, middle, definition) > target_df ? low : high) = middle;
-    }
-    result.lambda = 0.5 * (low + high);
+    result.lambda = lambda_for_df(eigenvalues, target_df, definition, learner);
     result.df = degrees_of_freedom(eigenvalues, result.lambda, definition);
   }
-  // M = (G + lambda K)^-1 through its Cholesky factor: M = L^-T L^-1.
-  Matrix system(gram);
-  for (std::size_t i = 0; i < size; ++i) system[i] += result.lambda * penalty[i];
-  Matrix lower;
-  if (!cholesky(system, k, lower))
-    throw std::invalid_argument(
-        learner + ": B^T B + lambda K is singular (lambda = " + std::to_string(result.lambda) +
-        "): the covariate has too few distinct values for " + std::to_string(k) +
-        " basis functions; lower the basis size or df");
-  const Matrix inverse_lower = invert_lower(lower, k);
-  result.inverse = multiply(transpose(inverse_lower, k), inverse_lower, k);
-  Matrix doubled_penalty(gram);
-  for (std::size_t i = 0; i < size; ++i) doubled_penalty[i] += 2 * result.lambda * penalty[i];
-  result.reduction = multiply(multiply(result.inverse, doubled_penalty, k), result.inverse, k);
+  smoother_matrices(gram, penalty, k, learner, result);
   return result;
 }
 

@@ -1,0 +1,256 @@
+// The GAM's booster (kpl/gam.hpp): the device state of one fit and its
+// steps: set-up (basis, penalties, offset), the iterations
+// (impl/gam_boosting_iteration.hpp) and the model read back. Part of
+// kpl/gam.hpp, included after its types.
+#pragma once
+
+#include <kpl/compact_basis.hpp>
+#include <kpl/error.hpp>
+#include <kpl/gemv.hpp>
+#include <kpl/impl/gam_family.hpp>
+#include <kpl/impl/gam_options.hpp>
+#include <kpl/impl/gam_penalise.hpp>
+#include <kpl/impl/gam_risk.hpp>
+#include <kpl/impl/gam_setup.hpp>
+#include <kpl/impl/gam_update_rows.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Timer.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kpl {
+namespace impl {
+
+template <class View>
+using gam_scalar_t = typename View::non_const_value_type;
+
+// to(i) = from(i) in to's precision.
+template <class To, class From>
+struct ConvertValues {
+  To to;
+  From from;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    to(i) = typename To::non_const_value_type(from(i));
+  }
+};
+
+// f(i) += change(i), or f(i) += shift where change is empty.
+template <class Vector, class Change>
+struct AddToRows {
+  Vector f;
+  Change change;
+  double shift;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    f(i) += change.extent(0) != 0 ? double(change(i)) : shift;
+  }
+};
+
+template <class ExecutionSpace, class T>
+class GamBooster {
+ public:
+  // T is the precision of the basis, the data streamed every iteration; the
+  // O(n) vectors and the O(p k^2) matrices stay in double, so a float basis
+  // halves the traffic without rounding the sums that pick the learner.
+  using Memory = typename ExecutionSpace::memory_space;
+  using Vector = Kokkos::View<double*, Memory>;
+  using ConstVector = Kokkos::View<const double*, Memory>;
+  using LowVector = Kokkos::View<T*, Memory>;
+
+  // One fit's state between its steps (start, iterate, finish), so that the
+  // folds of a cross-validation can interleave on separate instances.
+  struct Run {
+    ConstVector weights;
+    int mstop = 0;
+    GamMode mode = GamMode::direct;
+    GamModel model;
+    Vector gram;  // B_j^T W B_j, [p k k]
+    Kokkos::View<RiskSums*, Memory> risk_sums;
+    Kokkos::View<int*, Memory> selected;
+    Kokkos::View<double*, Memory> coefficients;
+    Vector cache;  // Gram mode: cached blocks B_j^T W B_s ([p k k] each) per selected s
+    std::vector<int> slot_of;
+    std::int64_t slots = 0, used = 0;
+  };
+
+  template <class XView, class YView>
+  GamBooster(const ExecutionSpace& space, const XView& X, const YView& y, const GamOptions& options)
+      : space_(space), options_(options) {
+    static_assert(XView::rank == 2 && YView::rank == 1, "kpl::fit_gam: X [n, p] and y [n]");
+    check_gam_options(options);
+    Kokkos::Timer timer;
+    check_shapes(X, y);
+    gam_check_data(space, X, y, options.family);
+    y_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::y"), rows_);
+    convert(y_, y);
+    meshes_ = gam_meshes(space, X, k_, options.degree);
+    build_basis(X);
+    allocate_state();
+    space.fence();
+    basis_seconds_ = timer.seconds();
+  }
+
+  // A booster on another execution-space instance that shares `other`'s
+  // basis and response (read-only) and has its own fit state: the folds of a
+  // cross-validation, run side by side.
+  GamBooster(const GamBooster& other, const ExecutionSpace& instance)
+      : space_(instance),
+        options_(other.options_),
+        rows_(other.rows_),
+        learners_(other.learners_),
+        k_(other.k_),
+        basis_seconds_(other.basis_seconds_),
+        meshes_(other.meshes_),
+        basis_(other.basis_),
+        dense_(other.dense_),
+        y_(other.y_) {
+    allocate_state();
+  }
+
+  // The steps of a fit, below and in impl/gam_boosting_iteration.hpp.
+  // Public because CUDA forbids device lambdas in private member functions;
+  // impl:: is not API.
+  GamModel fit(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings,
+               const GamProgress& progress, std::vector<double>* held_out = nullptr);
+  Run start(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings);
+  void begin_boosting(Run& run);
+  void iterate(Run& run, int m);
+  void iterate_gram(Run& run, int m);
+  void iterate_dense(Run& run, int m);
+  void compute_gradient_products();
+  template <class CoefficientView, class RiskView>
+  void refresh(const ConstVector& weights, double offset, const CoefficientView& coefficients,
+               const RiskView& risk_sums, std::int64_t slot);
+  void report_progress(const Run& run, int m, const GamProgress& progress);
+  GamModel finish(Run& run, std::vector<double>* held_out);
+
+  template <class XView, class YView>
+  void check_shapes(const XView& X, const YView& y) {
+    rows_ = X.extent(0);
+    learners_ = X.extent(1);
+    k_ = options_.basis_size;
+    if (static_cast<std::int64_t>(y.extent(0)) != rows_)
+      throw input_error("kpl::fit_gam: X has " + std::to_string(rows_) + " rows, y " +
+                        std::to_string(y.extent(0)) + " values");
+    if (learners_ == 0) throw input_error("kpl::fit_gam: X has no covariates (p = 0)");
+    if (rows_ < k_)
+      throw input_error("kpl::fit_gam: " + std::to_string(rows_) +
+                        " observations are fewer than the basis size " + std::to_string(k_));
+  }
+
+  // The compact basis on the meshes, and the dense one if asked for.
+  template <class XView>
+  void build_basis(const XView& X) {
+    Kokkos::View<BsplineMesh*, Memory> device_meshes(
+        Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::meshes"), learners_);
+    Kokkos::deep_copy(space_, device_meshes,
+                      Kokkos::View<const BsplineMesh*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                          meshes_.data(), meshes_.size()));
+    basis_ = CompactBasis<T, Memory>("kpl::gam::basis", learners_, rows_, options_.degree + 1, k_);
+    kpl::build_bspline_basis(space_, X, device_meshes, basis_);
+    if (options_.basis != GamBasis::dense) return;
+    dense_ = Kokkos::View<T**, Kokkos::LayoutLeft, Memory>(
+        Kokkos::view_alloc(space_, "kpl::gam::dense_basis"), rows_, learners_ * k_);
+    gam_expand_basis(space_, basis_, dense_);
+  }
+
+  // lambda_j, M_j and R_j from the host copy of B_j^T W B_j.
+  template <class HostGram>
+  void penalise(const HostGram& host_gram, GamModel& model) {
+    const auto penalties = gam_learner_penalties(host_gram, options_, learners_);
+    const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+    if (inverse_.extent(0) != static_cast<std::size_t>(learners_ * block)) {
+      inverse_ =
+          Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::inverse"),
+                 learners_ * block);
+      reduction_ =
+          Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::reduction"),
+                 learners_ * block);
+    }
+    gam_upload_penalties(space_, penalties, block, model, inverse_, reduction_);
+  }
+
+  // The per-fit device state (the basis and y are shared between boosters).
+  void allocate_state() {
+    const auto uninitialised = [&](const std::string& label) {
+      return Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, label);
+    };
+    f_ = Vector(uninitialised("kpl::gam::f"), rows_);
+    u_ = Vector(uninitialised("kpl::gam::u"), rows_);
+    c_ = Vector(uninitialised("kpl::gam::c"), learners_ * k_);
+    step_ = Vector(Kokkos::view_alloc(space_, "kpl::gam::step"), k_);
+    scores_ = Kokkos::View<double*, Memory>(uninitialised("kpl::gam::scores"), learners_);
+    current_ = Kokkos::View<int, Memory>(Kokkos::view_alloc(space_, "kpl::gam::current"));
+    if constexpr (!std::is_same_v<T, double>) {
+      if (options_.basis == GamBasis::dense) {
+        u_low_ = LowVector("kpl::gam::u_low", rows_);
+        c_low_ = LowVector("kpl::gam::c_low", learners_ * k_);
+        step_low_ = LowVector("kpl::gam::step_low", k_);
+      }
+    }
+  }
+
+  // Copies between the double vectors and the basis' precision (dense mode
+  // in float: kpl::gemv takes one precision).
+  template <class To, class From>
+  void convert(const To& to, const From& from) {
+    Kokkos::parallel_for("kpl::gam::convert",
+                         Kokkos::RangePolicy<ExecutionSpace>(space_, 0, from.extent(0)),
+                         ConvertValues<To, From>{to, from});
+  }
+
+  // What the fit holds on the device: the basis, O(n) and O(p k^2) arrays,
+  // and in Gram mode the cached cross-product blocks.
+  std::int64_t device_bytes(int mstop, GamMode mode) const {
+    const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+    std::int64_t bytes = basis_.bytes() + dense_.size() * sizeof(T);
+    bytes += (y_.size() + f_.size() + u_.size() + c_.size() + 2 * learners_ * block +
+              learners_ * block /* gram */ + scores_.size() + learners_ * k_ /* coefficients */) *
+             sizeof(double);
+    bytes += (u_low_.size() + c_low_.size()) * sizeof(T) + (mstop + 1) * sizeof(RiskSums);
+    if (mode == GamMode::gram && mstop > 0)
+      bytes += (gram_cache_slots(mstop) + 1) * learners_ * block * sizeof(double);
+    return bytes;
+  }
+
+  // Gram mode: B_j^T W B_s blocks ([p k k] doubles each) kept at once, within
+  // the options' memory budget (one more slot holds an uncached block).
+  std::int64_t gram_cache_slots(int mstop) const {
+    const std::int64_t bytes_per_slot =
+        learners_ * static_cast<std::int64_t>(k_) * k_ * sizeof(double);
+    return std::max<std::int64_t>(
+        1, std::min<std::int64_t>({learners_, mstop, options_.gram_cache_bytes / bytes_per_slot}));
+  }
+
+  int selected_on_host() {
+    int s;
+    Kokkos::deep_copy(space_, Kokkos::View<int, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&s),
+                      current_);
+    space_.fence();
+    return s;
+  }
+
+ private:
+  ExecutionSpace space_;
+  GamOptions options_;
+  std::int64_t rows_ = 0, learners_ = 0;
+  int k_ = 0;
+  double basis_seconds_ = 0;
+  std::vector<BsplineMesh> meshes_;
+  CompactBasis<T, Memory> basis_;
+  Kokkos::View<T**, Kokkos::LayoutLeft, Memory> dense_;
+  Vector y_, f_, u_, c_, step_, inverse_, reduction_;
+  LowVector u_low_, c_low_, step_low_;  // dense basis in float only
+  Kokkos::View<double*, Memory> scores_;
+  Kokkos::View<int, Memory> current_;
+  GemvWorkspace<ExecutionSpace, T> gemv_workspace_;
+  CompactProductWorkspace<Memory> product_workspace_;  // per booster: folds run side by side
+};
+
+}  // namespace impl
+}  // namespace kpl

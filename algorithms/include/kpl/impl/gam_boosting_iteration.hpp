@@ -1,0 +1,255 @@
+// The GAM's boosting loop (kpl/gam.hpp; Sieminski & Lee 2023, Algorithm 2):
+// the booster's fit from start to finish, one iteration at a time. One
+// iteration is, in launch order:
+//   c = B^T (w u)            compact_basis transpose_product, or kpl::gemv
+//   score_j = -c_j^T R_j c_j  scores: RSS_j - u^T W u, no fit formed
+//   s = argmin_j score_j      select (ties: the lowest j, as R's which.min)
+//   step = nu M_s c_s         take_step: coefficients_s += step
+//   f += B_s step, u, risk    update_rows (direct mode), or
+//   c_j -= (B_j^T B_s) step   update_cross_products (Gram mode)
+// and only s (Gram and dense modes) or nothing (direct, compact) reaches the
+// host.
+//
+// Modes: direct, c = B^T u from the basis every iteration, O(n p (d + 1))
+// with the compact basis or O(n p k) with the dense one through kpl::gemv
+// (the seed's gemv strategies); gram (Gaussian only), c kept up to date by
+// c_j -= nu B_j^T B_s gamma_s, O(p k^2) an iteration, B_j^T B_s formed when
+// s is first selected, and c, f and the risk recomputed from the rows every
+// gram_refresh iterations and at the end so rounding cannot drift.
+//
+// Part of kpl/gam.hpp, included after its types.
+#pragma once
+
+#include <kpl/impl/gam_booster.hpp>
+#include <kpl/impl/gam_learner_selection.hpp>
+#include <kpl/impl/gam_take_step.hpp>
+#include <kpl/impl/gam_update_rows.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Timer.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kpl {
+namespace impl {
+
+// Fits with weights (empty: all ones; cross-validation passes 0/1) for
+// `mstop` iterations in `mode`. held_out, if given, receives the summed
+// loss of the weight-0 rows at every iteration 0..mstop (direct mode).
+template <class ExecutionSpace, class T>
+GamModel GamBooster<ExecutionSpace, T>::fit(const ConstVector& weights, int mstop, GamMode mode,
+                                            GamTimings* timings, const GamProgress& progress,
+                                            std::vector<double>* held_out) {
+  if (held_out != nullptr && mode != GamMode::direct)
+    throw std::invalid_argument("kpl::fit_gam: out-of-fold risks need the direct mode");
+  Run run = start(weights, mstop, mode, timings);
+  Kokkos::Timer boosting_timer, since_report;
+  for (int m = 0; m < mstop; ++m) {
+    iterate(run, m);
+    if (progress.report &&
+        (since_report.seconds() >= progress.interval_seconds || m + 1 == mstop)) {
+      report_progress(run, m, progress);
+      since_report.reset();
+    }
+  }
+  GamModel model = finish(run, held_out);
+  if (timings) {
+    timings->boosting_seconds = boosting_timer.seconds();
+    timings->device_bytes = device_bytes(mstop, mode);
+  }
+  return model;
+}
+
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::report_progress(const Run& run, int m,
+                                                    const GamProgress& progress) {
+  RiskSums latest;
+  Kokkos::deep_copy(space_,
+                    Kokkos::View<RiskSums, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&latest),
+                    Kokkos::subview(run.risk_sums, m + 1));
+  space_.fence();
+  progress.report(m + 1, latest.training);
+}
+
+// The fit's set-up: B_j^T W B_j, lambda_j, M_j, R_j, the offset, f, u and
+// the risk at the offset.
+template <class ExecutionSpace, class T>
+typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start(
+    const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings) {
+  Kokkos::Timer timer;
+  Run run;
+  run.weights = weights;
+  run.mstop = mstop;
+  run.mode = mode;
+  GamModel& model = run.model;
+  model.options = options_;
+  model.options.mstop = mstop;
+  model.options.mode = mode;
+  model.covariates = learners_;
+  model.observations = rows_;
+  model.meshes = meshes_;
+  run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
+                    learners_ * k_ * k_);
+  kpl::cross_products(space_, basis_, weights, -1, run.gram, &product_workspace_);
+  auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.gram);
+  const double cross_product_seconds = timer.seconds();
+  penalise(host_gram, model);
+  model.offset = gam_offset(space_, y_, weights, options_.family);
+  if (timings) {
+    timings->basis_seconds = basis_seconds_ + cross_product_seconds;
+    timings->penalty_seconds = timer.seconds() - cross_product_seconds;
+  }
+  begin_boosting(run);
+  return run;
+}
+
+// The run's device arrays, f at the offset, u and the risk there; in Gram
+// mode the cache of cross-product blocks and the first c.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::begin_boosting(Run& run) {
+  const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+  const int mstop = run.mstop;
+  run.risk_sums =
+      Kokkos::View<RiskSums*, Memory>(Kokkos::view_alloc(space_, "kpl::gam::risk"), mstop + 1);
+  run.selected = Kokkos::View<int*, Memory>(Kokkos::view_alloc(space_, "kpl::gam::selected"),
+                                            std::max(mstop, 1));
+  run.coefficients = Kokkos::View<double*, Memory>(
+      Kokkos::view_alloc(space_, "kpl::gam::coefficients"), learners_ * k_);
+  Kokkos::deep_copy(space_, f_, run.model.offset);
+  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
+                  ConstVector(y_), run.weights, f_, u_, run.risk_sums, 0);
+  run.slot_of.assign(learners_, -1);
+  if (run.mode == GamMode::gram && mstop > 0) {
+    run.slots = gram_cache_slots(mstop);
+    run.cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
+                       (run.slots + 1) * learners_ * block);  // + 1: the block of an uncached s
+    compute_gradient_products();
+  }
+}
+
+// c = B^T u, from the compact basis or through kpl::gemv on the dense one.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::compute_gradient_products() {
+  if (options_.basis != GamBasis::dense) {
+    kpl::transpose_product(space_, basis_, u_, c_, &product_workspace_);
+  } else if constexpr (std::is_same_v<T, double>) {
+    gemv(space_, Transpose::yes, 1.0, dense_, u_, 0.0, c_, gemv_workspace_, options_.gemv);
+  } else {
+    convert(u_low_, u_);
+    gemv(space_, Transpose::yes, T(1), dense_, u_low_, T(0), c_low_, gemv_workspace_,
+         options_.gemv);
+    convert(c_, c_low_);
+  }
+}
+
+// f = offset + sum_j B_j coefficients_j, then u and the exact risk.
+template <class ExecutionSpace, class T>
+template <class CoefficientView, class RiskView>
+void GamBooster<ExecutionSpace, T>::refresh(const ConstVector& weights, double offset,
+                                            const CoefficientView& coefficients,
+                                            const RiskView& risk_sums, std::int64_t slot) {
+  kpl::apply(space_, basis_, coefficients, f_);
+  Kokkos::parallel_for("kpl::gam::add_offset",
+                       Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
+                       AddToRows<Vector, Vector>{f_, Vector(), offset});
+  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
+                  ConstVector(y_), weights, f_, u_, risk_sums, slot);
+}
+
+// Iteration m: asynchronous on the booster's instance, except that the
+// Gram and dense modes read the selected index back.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::iterate(Run& run, int m) {
+  if (run.mode != GamMode::gram) compute_gradient_products();
+  gam_scores(space_, learners_, k_, c_, reduction_, scores_);
+  gam_select(space_, learners_, scores_, run.selected, m, current_);
+  if (run.mode == GamMode::gram) {
+    iterate_gram(run, m);
+  } else if (options_.basis == GamBasis::dense) {
+    iterate_dense(run, m);
+  } else {
+    gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients,
+                  Vector(), run.risk_sums, m);
+    gam_update_rows(space_, basis_, true, current_, step_, GamFamilyFunctions{options_.family},
+                    ConstVector(y_), run.weights, f_, u_, run.risk_sums, m + 1);
+  }
+}
+
+// Gram mode after the selection: the step, c from B_j^T B_s (cached, or
+// formed now), and every gram_refresh iterations c, f and the risk afresh.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::iterate_gram(Run& run, int m) {
+  const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+  const int s = selected_on_host();
+  std::int64_t slot;
+  const auto slot_blocks = [&] {
+    return Kokkos::subview(
+        run.cache, std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block));
+  };
+  if (run.slot_of[s] >= 0) {
+    slot = run.slot_of[s];
+  } else {
+    slot = run.used < run.slots ? run.used++ : run.slots;
+    if (slot < run.slots) run.slot_of[s] = static_cast<int>(slot);
+    kpl::cross_products(space_, basis_, run.weights, s, slot_blocks(), &product_workspace_);
+  }
+  gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients, run.gram,
+                run.risk_sums, m);
+  gam_update_cross_products(space_, learners_, k_, slot_blocks(), step_, c_);
+  if ((m + 1) % options_.gram_refresh == 0 || m + 1 == run.mstop) {
+    refresh(run.weights, run.model.offset, run.coefficients, run.risk_sums, m + 1);
+    if (m + 1 < run.mstop) compute_gradient_products();
+  }
+}
+
+// Dense basis after the selection: the step, f += B_s step through kpl::gemv
+// on the block's columns, then u and the risk.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::iterate_dense(Run& run, int m) {
+  const int k = k_;
+  gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, run.coefficients, Vector(),
+                run.risk_sums, m);
+  const std::int64_t s = selected_on_host();
+  const auto block_columns =
+      Kokkos::subview(dense_, Kokkos::ALL, std::make_pair(s * k, (s + 1) * k));
+  if constexpr (std::is_same_v<T, double>) {
+    gemv(space_, Transpose::no, 1.0, block_columns, step_, 1.0, f_, gemv_workspace_, options_.gemv);
+  } else {
+    convert(step_low_, step_);
+    gemv(space_, Transpose::no, T(1), block_columns, step_low_, T(0), u_low_, gemv_workspace_,
+         options_.gemv);
+    Kokkos::parallel_for("kpl::gam::add_fit", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
+                         AddToRows<Vector, LowVector>{f_, u_low_, 0.0});
+  }
+  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
+                  ConstVector(y_), run.weights, f_, u_, run.risk_sums, m + 1);
+}
+
+// The model on the host: risks, selections and coefficients read back.
+template <class ExecutionSpace, class T>
+GamModel GamBooster<ExecutionSpace, T>::finish(Run& run, std::vector<double>* held_out) {
+  space_.fence();
+  const int mstop = run.mstop;
+  GamModel& model = run.model;
+  auto host_risk = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.risk_sums);
+  auto host_selected = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.selected);
+  auto host_coefficients =
+      Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.coefficients);
+  model.risk.resize(mstop + 1);
+  if (held_out) held_out->resize(mstop + 1);
+  for (int m = 0; m <= mstop; ++m) {
+    model.risk[m] = host_risk(m).training;
+    if (held_out) (*held_out)[m] = host_risk(m).held_out;
+  }
+  model.selected.assign(host_selected.data(), host_selected.data() + mstop);
+  model.coefficients.assign(host_coefficients.data(),
+                            host_coefficients.data() + host_coefficients.size());
+  return std::move(model);
+}
+
+}  // namespace impl
+}  // namespace kpl

@@ -1,0 +1,73 @@
+// The GAM's penalties (kpl/gam.hpp, kpl/gam_penalty.hpp): lambda_j from the
+// df, and M_j, R_j, for every learner from its B_j^T W B_j, on the host's
+// threads. Part of kpl/gam.hpp, included after its types.
+#pragma once
+
+#include <kpl/bspline.hpp>
+#include <kpl/error.hpp>
+#include <kpl/gam_penalty.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace kpl {
+namespace impl {
+
+// One k x k problem per learner; host_gram: [p k k] on the host. Throws
+// kpl::input_error naming the first learner whose df no lambda reaches.
+template <class HostGram>
+std::vector<LearnerPenalty> gam_learner_penalties(const HostGram& host_gram,
+                                                  const GamOptions& options,
+                                                  std::int64_t learners) {
+  const int k = options.basis_size;
+  const std::int64_t block = static_cast<std::int64_t>(k) * k;
+  const auto penalty = difference_penalty(k, options.differences);
+  std::vector<LearnerPenalty> penalties(learners);
+  std::vector<std::string> errors(learners);
+  Kokkos::parallel_for(
+      "kpl::gam::penalties", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, learners),
+      [&](const std::int64_t j) {
+        try {
+          std::vector<double> gram(block);
+          for (std::int64_t e = 0; e < block; ++e) gram[e] = host_gram(j * block + e);
+          penalties[j] = penalise_learner(gram, penalty, k, options.df, options.df_definition,
+                                          "covariate " + std::to_string(j), options.differences);
+        } catch (const std::exception& error) {
+          errors[j] = error.what();
+        }
+      });
+  for (const auto& error : errors)
+    if (!error.empty()) throw input_error("kpl::fit_gam: " + error);
+  return penalties;
+}
+
+// Copies every learner's M_j and R_j into inverse and reduction ([p k k]),
+// its lambda and df into the model.
+template <class ExecutionSpace, class Vector>
+void gam_upload_penalties(const ExecutionSpace& space, const std::vector<LearnerPenalty>& penalties,
+                          std::int64_t block, GamModel& model, const Vector& inverse,
+                          const Vector& reduction) {
+  const std::int64_t learners = penalties.size();
+  auto inverse_host = Kokkos::create_mirror_view(inverse);
+  auto reduction_host = Kokkos::create_mirror_view(reduction);
+  model.lambda.resize(learners);
+  model.df.resize(learners);
+  for (std::int64_t j = 0; j < learners; ++j) {
+    model.lambda[j] = penalties[j].lambda;
+    model.df[j] = penalties[j].df;
+    for (std::int64_t e = 0; e < block; ++e) {
+      inverse_host(j * block + e) = penalties[j].inverse[e];
+      reduction_host(j * block + e) = penalties[j].reduction[e];
+    }
+  }
+  Kokkos::deep_copy(space, inverse, inverse_host);
+  Kokkos::deep_copy(space, reduction, reduction_host);
+  space.fence();
+}
+
+}  // namespace impl
+}  // namespace kpl

@@ -1,0 +1,156 @@
+// The GAM's set-up before boosting (kpl/gam.hpp): the input checks, the knot
+// meshes, the dense copy of the basis and the offset. Part of kpl/gam.hpp,
+// included after its types.
+#pragma once
+
+#include <kpl/bspline.hpp>
+#include <kpl/error.hpp>
+#include <kpl/impl/gam_risk.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
+#include <kpl/reduce.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace kpl {
+namespace impl {
+
+// Per row: (values of X and y not finite, responses outside the family's
+// support).
+template <class XView, class YView>
+struct GamBadValues {
+  XView X;
+  YView y;
+  std::int64_t p;
+  GamFamily family;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, RiskSums& bad) const {
+    using compat::math::isfinite;
+    for (std::int64_t j = 0; j < p; ++j)
+      if (!isfinite(double(X(i, j)))) bad.training += 1;
+    const double response = y(i);
+    if (!isfinite(response)) {
+      bad.training += 1;
+    } else if (family == GamFamily::binomial && response != 0 && response != 1) {
+      bad.held_out += 1;
+    } else if (family == GamFamily::poisson && response < 0) {
+      bad.held_out += 1;
+    }
+  }
+};
+
+// Throws kpl::input_error for NaN/Inf in X or y and y outside the family's
+// support.
+template <class ExecutionSpace, class XView, class YView>
+void gam_check_data(const ExecutionSpace& space, const XView& X, const YView& y, GamFamily family) {
+  RiskSums counts{0, 0};
+  Kokkos::parallel_reduce(
+      "kpl::gam::check_input", Kokkos::RangePolicy<ExecutionSpace>(space, 0, X.extent(0)),
+      GamBadValues<XView, YView>{X, y, std::int64_t(X.extent(1)), family}, host_sums(counts));
+  const auto not_finite = static_cast<std::int64_t>(counts.training);
+  const auto not_allowed = static_cast<std::int64_t>(counts.held_out);
+  if (not_finite > 0)
+    throw input_error("kpl::fit_gam: X and y hold " + std::to_string(not_finite) +
+                      " NaN or infinite values");
+  if (not_allowed > 0)
+    throw input_error("kpl::fit_gam: " + std::to_string(not_allowed) + " values of y are " +
+                      (family == GamFamily::binomial ? "not 0 or 1 (Binomial family)"
+                                                     : "negative (Poisson family)"));
+}
+
+// Covariate j's mesh on [lower, upper]; throws kpl::input_error when the
+// range is empty or its knot spacing is not a normal number (a range of
+// +-1e308 overflows it, one of a few denormals underflows it).
+inline BsplineMesh gam_mesh(std::int64_t j, double lower, double upper, int k, int degree) {
+  if (!(upper > lower))
+    throw input_error("kpl::fit_gam: covariate " + std::to_string(j) +
+                      " (0-based column of X) is constant (" + std::to_string(lower) +
+                      "): no range to place knots in");
+  const BsplineMesh mesh{lower, upper, k, degree};
+  const double spacing = mesh.spacing();
+  if (!(spacing <= std::numeric_limits<double>::max()) ||
+      !(spacing >= std::numeric_limits<double>::min()))
+    throw input_error(
+        "kpl::fit_gam: covariate " + std::to_string(j) + " (0-based column of X) spans [" +
+        format_number(lower) + ", " + format_number(upper) + "]: its knot spacing " +
+        (spacing > 1 ? "overflows" : "underflows") + " double precision; rescale the covariate");
+  return mesh;
+}
+
+// Boundary knots: each covariate's range.
+template <class ExecutionSpace, class XView>
+std::vector<BsplineMesh> gam_meshes(const ExecutionSpace& space, const XView& X, int k,
+                                    int degree) {
+  using T = typename XView::non_const_value_type;
+  const std::int64_t p = X.extent(1);
+  Kokkos::View<MinMaxValue<T>*, typename ExecutionSpace::memory_space> ranges(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::ranges"), p);
+  reduce_columns(space, X, MinMax<T>{}, ranges);
+  auto host_ranges = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ranges);
+  std::vector<BsplineMesh> meshes(p);
+  for (std::int64_t j = 0; j < p; ++j)
+    meshes[j] = gam_mesh(j, host_ranges(j).min, host_ranges(j).max, k, degree);
+  return meshes;
+}
+
+// dense(i, j k + a) = B_j(i, a); dense must be zero beforehand.
+template <class DenseView, class FirstView, class ValuesView>
+struct ExpandCompactBasis {
+  DenseView dense;
+  FirstView first;
+  ValuesView values;
+  int k, width;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t j, const std::int64_t i) const {
+    const int column = first(j, i);
+    for (int q = 0; q < width; ++q) dense(i, j * k + column + q) = values(j, q, i);
+  }
+};
+
+template <class ExecutionSpace, class DenseView, class Basis>
+void gam_expand_basis(const ExecutionSpace& space, const Basis& basis, const DenseView& dense) {
+  using Functor = ExpandCompactBasis<DenseView, decltype(basis.first), decltype(basis.values)>;
+  Kokkos::parallel_for("kpl::gam::expand_basis",
+                       Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(
+                           space, {0, 0}, {basis.blocks(), basis.rows()}),
+                       Functor{dense, basis.first, basis.values, basis.basis_size, basis.width()});
+}
+
+// (sum of w y, sum of w); an empty w means weights of one.
+template <class Vector, class Weights>
+struct WeightedSum {
+  Vector y;
+  Weights weights;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, RiskSums& sums) const {
+    const double weight = weights.extent(0) != 0 ? double(weights(i)) : 1.0;
+    sums.training += weight * double(y(i));
+    sums.held_out += weight;
+  }
+};
+
+// The offset: the weighted mean response on the family's link scale;
+// throws kpl::input_error where the family has none.
+template <class ExecutionSpace, class Vector, class Weights>
+double gam_offset(const ExecutionSpace& space, const Vector& y, const Weights& weights,
+                  GamFamily family) {
+  RiskSums totals{0, 0};
+  Kokkos::parallel_reduce("kpl::gam::offset",
+                          Kokkos::RangePolicy<ExecutionSpace>(space, 0, y.extent(0)),
+                          WeightedSum<Vector, Weights>{y, weights}, host_sums(totals));
+  const double mean = totals.training / totals.held_out;
+  if (family == GamFamily::binomial && !(mean > 0 && mean < 1))
+    throw input_error("kpl::fit_gam: y holds a single class (mean " + std::to_string(mean) +
+                      "); the Binomial family needs both 0 and 1");
+  if (family == GamFamily::poisson && !(mean > 0))
+    throw input_error(
+        "kpl::fit_gam: every count in y is 0; the Poisson family needs a positive mean");
+  return family == GamFamily::binomial  ? std::log(mean / (1 - mean))
+         : family == GamFamily::poisson ? std::log(mean)
+                                        : mean;
+}
+
+}  // namespace impl
+}  // namespace kpl

@@ -1,0 +1,96 @@
+// The GAM's per-row update after a step (kpl/gam.hpp; Sieminski & Lee 2023,
+// Algorithm 2): f += B_s step, the new negative gradient u and the risk.
+#pragma once
+
+#include <kpl/impl/gam_family.hpp>
+#include <kpl/impl/gam_risk.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kpl {
+namespace impl {
+
+template <class FirstView, class ValuesView, class Vector, class ConstVector, class CurrentView,
+          class StepView>
+struct GamUpdateRows {
+  FirstView first;
+  ValuesView values;
+  CurrentView current;
+  StepView step;
+  GamFamilyFunctions family;
+  ConstVector y, weights;
+  Vector f, u;
+  int width;
+  bool add_step;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, RiskSums& sums) const {
+    using Value = typename Vector::non_const_value_type;
+    Value fitted = f(i);
+    if (add_step) {
+      const std::int64_t s = current();
+      const int column = first(s, i);
+      Value change = 0;
+      for (int q = 0; q < width; ++q) change += Value(values(s, q, i)) * step(column + q);
+      fitted += change;
+      f(i) = fitted;
+    }
+    const double observed = y(i);
+    const double weight = weights.extent(0) != 0 ? double(weights(i)) : 1.0;
+    u(i) = Value(weight * family.negative_gradient(observed, fitted));
+    const double loss = family.loss(observed, fitted);
+    sums.training += weight * loss;
+    sums.held_out += (1 - weight) * loss;
+  }
+};
+
+// Per row: (optionally) f += B_s step from the compact basis; then the
+// weighted negative gradient u = w g(y, f) and the risk into
+// risk_sums(slot). With `add_step` false f is taken as it is (after a dense
+// gemv, or at the start).
+template <class ExecutionSpace, class Basis, class Vector, class ConstVector, class CurrentView,
+          class StepView, class RiskView>
+void gam_update_rows(const ExecutionSpace& space, const Basis& basis, bool add_step,
+                     const CurrentView& current, const StepView& step,
+                     const GamFamilyFunctions& family, const ConstVector& y,
+                     const ConstVector& weights, const Vector& f, const Vector& u,
+                     const RiskView& risk_sums, std::int64_t slot) {
+  using Memory = typename ExecutionSpace::memory_space;
+  using Functor = GamUpdateRows<decltype(basis.first), decltype(basis.values), Vector, ConstVector,
+                                CurrentView, StepView>;
+  Kokkos::parallel_reduce(
+      "kpl::gam::update_rows", Kokkos::RangePolicy<ExecutionSpace>(space, 0, y.extent(0)),
+      Functor{basis.first, basis.values, current, step, family, y, weights, f, u, basis.width(),
+              add_step},
+      RiskReducer<Memory>(
+          Kokkos::View<RiskSums, Memory, Kokkos::MemoryUnmanaged>(risk_sums.data() + slot)));
+}
+
+// Gram mode: c_j -= (B_j^T B_s) step for every learner j, the cross products
+// of block s at cross_products[j k k ...].
+template <class CrossView, class StepView, class CView>
+struct GamUpdateCrossProducts {
+  CrossView cross_products;
+  StepView step;
+  CView c;
+  int k;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t row) const {
+    double sum = 0;
+    for (int b = 0; b < k; ++b) sum += double(cross_products(row * k + b)) * double(step(b));
+    c(row) -= sum;
+  }
+};
+
+template <class ExecutionSpace, class CrossView, class StepView, class CView>
+void gam_update_cross_products(const ExecutionSpace& space, std::int64_t learners, int k,
+                               const CrossView& cross_products, const StepView& step,
+                               const CView& c) {
+  Kokkos::parallel_for(
+      "kpl::gam::update_cross_products",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, learners * k),
+      GamUpdateCrossProducts<CrossView, StepView, CView>{cross_products, step, c, k});
+}
+
+}  // namespace impl
+}  // namespace kpl

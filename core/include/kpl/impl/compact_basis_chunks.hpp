@@ -1,0 +1,114 @@
+// How the compact-basis products (kpl/compact_basis.hpp) cut the rows of a
+// block into chunks, one team each, and add the chunks' sums in a fixed
+// order so that the same inputs give the same bits on every run.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+namespace kpl {
+namespace impl {
+
+template <class ExecutionSpace>
+inline constexpr bool compact_basis_on_host =
+    std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>;
+
+// Rows each team of a product takes: enough per GPU team that its atomics
+// are few against its reads; on CPUs a few chunks per thread.
+template <class ExecutionSpace>
+std::int64_t compact_rows_per_team(const ExecutionSpace& space, std::int64_t rows,
+                                   std::int64_t blocks) {
+  if constexpr (compact_basis_on_host<ExecutionSpace>) {
+    const std::int64_t threads = space.concurrency();
+    const std::int64_t chunks =
+        std::max<std::int64_t>(1, (4 * threads + blocks - 1) / std::max<std::int64_t>(blocks, 1));
+    return std::max<std::int64_t>(1024, (rows + chunks - 1) / chunks);
+  } else {
+    (void)space;
+    (void)blocks;
+    return 4096;
+  }
+}
+
+// Threads per team: one on CPUs (it sums its chunk in row order).
+template <class ExecutionSpace>
+constexpr int compact_team_size() {
+  return compact_basis_on_host<ExecutionSpace> ? 1 : 256;
+}
+
+// Chunks of rows for the k x k cross products: at most 16 per block, so
+// that their partial sums (p k^2 values per chunk) stay small.
+template <class ExecutionSpace>
+std::int64_t cross_rows_per_team(const ExecutionSpace& space, std::int64_t rows,
+                                 std::int64_t blocks) {
+  const std::int64_t rows_per_team = compact_rows_per_team(space, rows, blocks);
+  return std::max<std::int64_t>(rows_per_team, (rows + 15) / 16);
+}
+
+// Where a team's sums go: straight into the result when a block has one
+// chunk, else into the chunk's partials (added in order afterwards).
+template <class OutView>
+struct ChunkSums {
+  OutView out;
+  Kokkos::View<double*, typename OutView::memory_space> partials;
+  std::int64_t chunks, entries;
+  KOKKOS_INLINE_FUNCTION void store(std::int64_t block, std::int64_t chunk, std::int64_t entry,
+                                    double total) const {
+    using Sum = typename OutView::non_const_value_type;
+    if (chunks == 1)
+      out(block * entries + entry) = Sum(total);
+    else
+      partials((block * chunks + chunk) * entries + entry) = total;
+  }
+};
+
+// out[j entries + e] = sum over chunks c, in order, of
+// partials[(j chunks + c) entries + e].
+template <class OutView>
+struct AddChunksInOrder {
+  Kokkos::View<double*, typename OutView::memory_space> partials;
+  std::int64_t chunks, entries;
+  OutView out;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index) const {
+    const std::int64_t j = index / entries, e = index - j * entries;
+    double total = 0;
+    for (std::int64_t c = 0; c < chunks; ++c) total += partials((j * chunks + c) * entries + e);
+    out(index) = typename OutView::non_const_value_type(total);
+  }
+};
+
+template <class ExecutionSpace, class OutView>
+void add_chunks_in_order(const ExecutionSpace& space,
+                         const Kokkos::View<double*, typename OutView::memory_space>& partials,
+                         std::int64_t blocks, std::int64_t chunks, std::int64_t entries,
+                         const OutView& out) {
+  Kokkos::parallel_for("kpl::compact_basis::add_chunks_in_order",
+                       Kokkos::RangePolicy<ExecutionSpace>(space, 0, blocks * entries),
+                       AddChunksInOrder<OutView>{partials, chunks, entries, out});
+}
+
+// The int a width argument stands for: a run-time int, or a compile-time
+// std::integral_constant (so the loop it bounds unrolls). Not the constant's
+// own conversion operator: that is a host function, which nvcc refuses in
+// the host-device kernels (warning #20013).
+KOKKOS_INLINE_FUNCTION constexpr int width_value(int width) { return width; }
+template <int Width>
+KOKKOS_INLINE_FUNCTION constexpr int width_value(std::integral_constant<int, Width>) {
+  return Width;
+}
+
+// Calls rows_of(width) with the width as a compile-time constant for cubic
+// splines (width 4, the common case: its loops unroll), else at run time.
+template <class RowsOf>
+void with_width(int width, const RowsOf& rows_of) {
+  if (width == 4)
+    rows_of(std::integral_constant<int, 4>());
+  else
+    rows_of(width);
+}
+
+}  // namespace impl
+}  // namespace kpl

@@ -1,0 +1,196 @@
+// out_j = B_j^T W B_partner for every block j of a compact basis
+// (kpl/compact_basis.hpp), k x k per block. Each team sums one chunk of rows
+// of one block; chunks are added in order (impl/compact_basis_chunks.hpp).
+//
+// The CPU and GPU strategies stay separate on purpose: the CPU one sums in
+// row order in the output's precision, the GPU one in exact fixed point
+// (impl/compact_basis_fixed_point.hpp) because its threads' atomics come in
+// any order. Merging them would change the bits of one of the two.
+#pragma once
+
+#include <kpl/bspline.hpp>
+#include <kpl/impl/compact_basis_chunks.hpp>
+#include <kpl/impl/compact_basis_fixed_point.hpp>
+#include <kpl/impl/kokkos_compat.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace kpl {
+namespace impl {
+
+// CPU: one thread per (block, chunk) adds each row's width x width outer
+// product in row order, through raw streams (cubic splines unrolled; the
+// rows of the outer product are contiguous in `sums`). Host only.
+template <class FirstView, class ValuesView, class WView, class Output>
+struct CrossProductsInRowOrder {
+  FirstView first;
+  ValuesView values;
+  WView w;
+  Output output;
+  std::int64_t rows, rows_per_team, partner;
+  int k, width;
+
+  void operator()(const std::int64_t team) const {
+    using Sum = typename decltype(output.out)::non_const_value_type;
+    using T = typename ValuesView::non_const_value_type;
+    const std::int64_t chunks = output.chunks;
+    const std::int64_t j = team / chunks, chunk = team % chunks;
+    const std::int64_t other = partner < 0 ? j : partner;
+    const std::int64_t begin = chunk * rows_per_team;
+    const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
+    const bool weighted = w.extent(0) != 0;
+    std::vector<Sum> sums(std::size_t(k) * k, Sum(0));
+    const int* row_columns = &first(j, 0);
+    const int* partner_columns = &first(other, 0);
+    const T* row_values = &values(j, 0, 0);
+    const T* partner_values = &values(other, 0, 0);
+    const std::int64_t stride = values.stride(1);
+    with_width(width, [&](auto width_constant) {
+      const int width_ = width_value(width_constant);
+      for (std::int64_t i = begin; i < end; ++i) {
+        const Sum weight = weighted ? Sum(w(i)) : Sum(1);
+        if (weight == Sum(0)) continue;
+        Sum right[bspline_max_degree + 1];
+        for (int r = 0; r < width_; ++r) right[r] = Sum(partner_values[r * stride + i]);
+        Sum* target = sums.data() + row_columns[i] * k + partner_columns[i];
+        for (int q = 0; q < width_; ++q) {
+          const Sum left = weight * Sum(row_values[q * stride + i]);
+          for (int r = 0; r < width_; ++r) target[q * k + r] += left * right[r];
+        }
+      }
+    });
+    for (std::int64_t a = 0; a < std::int64_t(k) * k; ++a)
+      output.store(j, chunk, a, double(sums[a]));
+  }
+};
+
+// GPU: the team's threads share the chunk's rows and add each term, scaled
+// to fixed point, to the k x k sums in scratch memory with atomics; a sum
+// whose bound is not finite comes out NaN.
+template <class ExecutionSpace, class FirstView, class ValuesView, class WView, class Output>
+struct CrossProductsInFixedPoint {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  using Scratch = Kokkos::View<unsigned long long*, typename ExecutionSpace::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  FirstView first;
+  ValuesView values;
+  WView w;
+  Output output;
+  std::int64_t rows, rows_per_team, partner;
+  int k, width, level;
+  double values_bound;
+
+  // |sum| <= rows x max|w| x bound^2 over the team's rows.
+  KOKKOS_INLINE_FUNCTION double sum_bound(const Member& member, std::int64_t begin,
+                                          std::int64_t end) const {
+    double w_max = 1;
+    if (w.extent(0) != 0)
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(member, begin, end),
+          [&](std::int64_t i, double& largest_so_far) {
+            const double counted = bound_term(double(w(i)));
+            if (counted > largest_so_far) largest_so_far = counted;
+          },
+          Kokkos::Max<double>(w_max));
+    return w_max * values_bound * values_bound * double(end - begin);
+  }
+
+  KOKKOS_INLINE_FUNCTION void add_rows(const Member& member, std::int64_t j, std::int64_t other,
+                                       std::int64_t begin, std::int64_t end, double scale,
+                                       const Scratch& sums) const {
+    const bool weighted = w.extent(0) != 0;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
+      const double weight = weighted ? double(w(i)) : 1.0;
+      if (weight == 0) return;
+      const int row_column = first(j, i), column_column = first(other, i);
+      for (int q = 0; q < width; ++q) {
+        const double left = weight * double(values(j, q, i)) * scale;
+        for (int r = 0; r < width; ++r)
+          Kokkos::atomic_add(&sums((row_column + q) * k + column_column + r),
+                             to_fixed_point(double(values(other, r, i)), left));
+      }
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t chunks = output.chunks, entries = std::int64_t(k) * k;
+    const std::int64_t j = member.league_rank() / chunks;
+    const std::int64_t chunk = member.league_rank() % chunks;
+    const std::int64_t begin = chunk * rows_per_team;
+    const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
+    Scratch sums(member.team_scratch(level), entries);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](int a) { sums(a) = 0ull; });
+    member.team_barrier();
+    const double bound = sum_bound(member, begin, end);
+    const bool finite = compat::math::isfinite(bound);
+    const double scale = fixed_point_scale(bound);
+    if (finite) add_rows(member, j, partner < 0 ? j : partner, begin, end, scale, sums);
+    member.team_barrier();
+    const double inverse_scale = 1 / scale;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](int a) {
+      output.store(
+          j, chunk, a,
+          finite ? team_sum_value(sums(a), inverse_scale) : compat::math::sqrt(-1.0));  // NaN
+    });
+  }
+};
+
+// The GPU strategy with `team_size` threads per team (public so that a test
+// can run it on CPU threads too).
+template <class ExecutionSpace, class Basis, class WView, class Output>
+void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& basis, const WView& w,
+                                   std::int64_t partner, std::int64_t rows_per_team,
+                                   const Output& output, int team_size) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  using Functor = CrossProductsInFixedPoint<ExecutionSpace, decltype(basis.first),
+                                            decltype(basis.values), WView, Output>;
+  const int k = basis.basis_size;
+  // k x k sums per team: in shared memory while they fit, else in the slower
+  // level-1 scratch.
+  const std::size_t scratch_bytes = Functor::Scratch::shmem_size(std::int64_t(k) * k);
+  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+  Kokkos::parallel_for("kpl::compact_basis::cross_products",
+                       Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size)
+                           .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+                       Functor{basis.first, basis.values, w, output, basis.rows(), rows_per_team,
+                               partner, k, basis.width(), level, value_bound(space, basis)});
+}
+
+template <class ExecutionSpace, class Basis, class WView, class Output>
+void cross_products_in_row_order(const ExecutionSpace& space, const Basis& basis, const WView& w,
+                                 std::int64_t partner, std::int64_t rows_per_team,
+                                 const Output& output) {
+  using Functor =
+      CrossProductsInRowOrder<decltype(basis.first), decltype(basis.values), WView, Output>;
+  Kokkos::parallel_for(
+      "kpl::compact_basis::cross_products",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.blocks() * output.chunks),
+      Functor{basis.first, basis.values, w, output, basis.rows(), rows_per_team, partner,
+              basis.basis_size, basis.width()});
+}
+
+// out = B^T W B_partner: chunks sized for the execution space, each summed
+// by the space's strategy, then added in order. workspace: a
+// CompactProductWorkspace.
+template <class ExecutionSpace, class Basis, class WView, class OutView, class Workspace>
+void compact_cross_products(const ExecutionSpace& space, const Basis& basis, const WView& w,
+                            std::int64_t partner, const OutView& out, Workspace& workspace) {
+  const std::int64_t rows = basis.rows(), blocks = basis.blocks();
+  const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
+  const std::int64_t rows_per_team = cross_rows_per_team(space, rows, blocks);
+  const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
+  const ChunkSums<OutView> output{
+      out, workspace.reserve(chunks > 1 ? blocks * chunks * entries : 0), chunks, entries};
+  if constexpr (compact_basis_on_host<ExecutionSpace>)
+    cross_products_in_row_order(space, basis, w, partner, rows_per_team, output);
+  else
+    cross_products_in_fixed_point(space, basis, w, partner, rows_per_team, output,
+                                  compact_team_size<ExecutionSpace>());
+  if (chunks > 1) add_chunks_in_order(space, output.partials, blocks, chunks, entries, out);
+}
+
+}  // namespace impl
+}  // namespace kpl
