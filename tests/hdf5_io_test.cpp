@@ -7,6 +7,7 @@
 #include <hdf5.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -317,6 +318,79 @@ TEST(Hdf5Input, RejectsNanAndInfOnlyWhereFiniteValuesAreRequired) {
   expect_error<kpl::input_error>([&] { input.read<double, 1>("with_inf", finite); },
                                  {"/with_inf", "[4]"});
   EXPECT_TRUE(std::isnan(input.read<double, 2>("with_nan")(2, 1)));
+}
+
+// Rows written and read in blocks land where a plain formula of their
+// coordinate says, and errors name the coordinate in the whole dataset.
+double cell(std::size_t i, std::size_t j, std::size_t k) { return 100.0 * i + 10.0 * j + k; }
+
+HostArray<double, 3> rows_of_cube(std::size_t first, std::size_t count) {
+  HostArray<double, 3> rows("rows", count, 2, 3);
+  for (std::size_t i = 0; i < count; ++i)
+    for (std::size_t j = 0; j < 2; ++j)
+      for (std::size_t k = 0; k < 3; ++k) rows(i, j, k) = cell(first + i, j, k);
+  return rows;
+}
+
+TEST(Hdf5Rows, StreamsBlocksOfRowsBothWays) {
+  ScratchDirectory directory;
+  const auto path = directory.file("rows.h5");
+  {
+    OutputFile output(path);
+    output.create_dataset<double>("/cube", {7, 2, 3});
+    output.create_dataset<std::int32_t>("/index", {7});
+    output.write_rows("/cube", 3, rows_of_cube(3, 4));  // out of order on purpose
+    output.write_rows("/cube", 0, rows_of_cube(0, 3));
+    for (std::size_t first = 0; first < 7; first += 3) {
+      HostArray<std::int32_t, 1> block("block", std::min<std::size_t>(3, 7 - first));
+      for (std::size_t i = 0; i < block.extent(0); ++i) block(i) = std::int32_t(first + i);
+      output.write_rows("/index", first, block);
+    }
+    expect_error<kpl::runtime_error>([&] { output.write_rows("/cube", 6, rows_of_cube(6, 2)); },
+                                     {"/cube", "rows 6", "do not fit", "[7, 2, 3]"});
+    output.commit();
+  }
+  const InputFile input(path);
+  const auto whole = input.read<double, 3>("/cube");
+  for (std::size_t i = 0; i < 7; ++i)
+    for (std::size_t j = 0; j < 2; ++j)
+      for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(whole(i, j, k), cell(i, j, k));
+  const auto index = input.read<std::int32_t, 1>("/index");
+  for (std::size_t i = 0; i < 7; ++i) EXPECT_EQ(index(i), std::int32_t(i));
+  const auto middle = input.read_rows<double, 3>("/cube", 2, 4);
+  ASSERT_EQ(middle.extent(0), 4u);
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = 0; j < 2; ++j)
+      for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(middle(i, j, k), cell(2 + i, j, k));
+  const auto tail = input.read_rows<float, 3>("/cube", 5, 2);
+  for (std::size_t j = 0; j < 2; ++j)
+    for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(tail(1, j, k), float(cell(6, j, k)));
+  const auto last_index = input.read_rows<std::int32_t, 1>("/index", 6, 1);
+  EXPECT_EQ(last_index(0), 6);
+  expect_error<kpl::input_error>([&] { input.read_rows<double, 3>("/cube", 5, 4); },
+                                 {path, "/cube", "has 7 rows", "rows 5 to 9"});
+}
+
+TEST(Hdf5Rows, ErrorsNameTheCoordinateInTheWholeDataset) {
+  ScratchDirectory directory;
+  const auto path = directory.file("bad_rows.h5");
+  {
+    auto values = rows_of_cube(0, 7);
+    values(5, 1, 2) = std::numeric_limits<double>::quiet_NaN();
+    values(6, 0, 1) = 1e39;
+    OutputFile output(path);
+    output.write("/cube", values);
+    output.commit();
+  }
+  const InputFile input(path);
+  const ReadRequirements finite{true, false};
+  expect_error<kpl::input_error>([&] { input.read_rows<double, 3>("/cube", 4, 2, finite); },
+                                 {path, "/cube", "NaN or Inf", "[5, 1, 2]"});
+  expect_error<kpl::input_error>([&] { input.read_rows<float, 3>("/cube", 6, 1); },
+                                 {path, "/cube", "1e+39", "[6, 0, 1]", "beyond the range of float"});
+  // Rows before the bad ones read fine.
+  const auto clean = input.read_rows<double, 3>("/cube", 1, 3, finite);
+  EXPECT_EQ(clean(2, 1, 2), cell(3, 1, 2));
 }
 
 TEST(Hdf5Input, ReportsDimensionMismatchNamingBothDatasets) {

@@ -83,12 +83,11 @@ void require_finite_input(const hdf5::InputFile& input, const InputShape& shape,
   }
 }
 
+// The chunk size the budget allows, after the output and the resources are
+// checked and every input value is known finite.
 template <class T>
-DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output_path,
-                         const DeconvolutionFileOptions& options) {
-  using Space = Kokkos::DefaultExecutionSpace;
-  using Memory = Space::memory_space;
-  const InputShape shape = check_input(input);
+std::int64_t plan_chunks(const hdf5::InputFile& input, const InputShape& shape,
+                         const std::string& output_path, const DeconvolutionFileOptions& options) {
   const std::int64_t m = shape.samples, L = shape.pulse_length;
   const std::int64_t per_waveform_bytes =
       deconvolution_bytes_per_waveform<T>(m, L, shape.pulse_per_waveform, options.deconvolution);
@@ -97,76 +96,107 @@ DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output
                                 " bytes is below what one waveform of " + std::to_string(m) +
                                 " samples needs (" + std::to_string(per_waveform_bytes) +
                                 " bytes)");
-  DeconvolutionSummary summary;
-  summary.waveforms = shape.waveforms;
-  summary.waveforms_per_chunk =
+  const std::int64_t chunk =
       std::min(shape.waveforms, options.memory_budget_bytes / per_waveform_bytes);
   hdf5::require_distinct(output_path, {input.path()});
   hdf5::require_writable_target(output_path);
-  require_resources(
-      "kpl deconv on '" + input.path() + "'",
-      deconvolution_needs<T>(shape, summary.waveforms_per_chunk, per_waveform_bytes, output_path));
-  require_finite_input<T>(input, shape, summary.waveforms_per_chunk);
-  const hdf5::ReadRequirements finite{true, false, false};
-  const hdf5::ReadRequirements checked{true, false, true};  // by require_finite_input
+  require_resources("kpl deconv on '" + input.path() + "'",
+                    deconvolution_needs<T>(shape, chunk, per_waveform_bytes, output_path));
+  require_finite_input<T>(input, shape, chunk);
+  return chunk;
+}
 
-  Kokkos::View<T**, Kokkos::LayoutRight, Memory> shared_pulse;
-  if (!shape.pulse_per_waveform) {
-    const auto pulse = input.read<T, 1>("/pulse", finite);
-    shared_pulse = Kokkos::View<T**, Kokkos::LayoutRight, Memory>("kpl::deconv::pulse", 1, L);
-    auto host = Kokkos::create_mirror_view(shared_pulse);
-    for (std::int64_t t = 0; t < L; ++t) host(0, t) = pulse(t);
-    Kokkos::deep_copy(shared_pulse, host);
-  }
+template <class T>
+using DeviceMatrix = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::DefaultExecutionSpace::memory_space>;
 
-  hdf5::OutputFile output(output_path);
-  const std::size_t W = shape.waveforms;
-  output.create_dataset<T>("/x", {W, std::size_t(m)});
-  output.create_dataset<T>("/fit", {W, std::size_t(m)});
+// The pulse shared by all waveforms, as a [1, L] device matrix.
+template <class T>
+DeviceMatrix<T> shared_pulse(const hdf5::InputFile& input, std::int64_t L) {
+  const auto pulse = input.read<T, 1>("/pulse", hdf5::ReadRequirements{true, false, false});
+  DeviceMatrix<T> device("kpl::deconv::pulse", 1, L);
+  auto host = Kokkos::create_mirror_view(device);
+  for (std::int64_t t = 0; t < L; ++t) host(0, t) = pulse(t);
+  Kokkos::deep_copy(device, host);
+  return device;
+}
+
+template <class T>
+void create_outputs(hdf5::OutputFile& output, const InputShape& shape) {
+  const std::size_t W = shape.waveforms, m = shape.samples;
+  output.create_dataset<T>("/x", {W, m});
+  output.create_dataset<T>("/fit", {W, m});
   output.create_dataset<T>("/rnorm", {W});
   output.create_dataset<std::int32_t>("/iterations", {W});
   output.create_dataset<std::int32_t>("/status", {W});
   output.create_dataset<T>("/kkt_residual", {W});
+}
 
-  const Space space;
-  NnlsWorkspace<Space, T> workspace;
+// Writes one chunk's results at rows [first, first + count) and counts its
+// statuses.
+template <class T>
+void write_chunk(hdf5::OutputFile& output, std::int64_t first,
+                 const NnlsSolution<Kokkos::DefaultExecutionSpace, T>& solution,
+                 const DeviceMatrix<T>& fit, DeconvolutionSummary& summary) {
+  const auto host = [](const auto& view) {
+    return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, view);
+  };
+  const auto status = host(solution.status);
+  output.write_rows("/x", first, host(solution.x));
+  output.write_rows("/fit", first, host(fit));
+  output.write_rows("/rnorm", first, host(solution.residual_norm));
+  output.write_rows("/iterations", first, host(solution.iterations));
+  output.write_rows("/status", first, status);
+  output.write_rows("/kkt_residual", first, host(solution.kkt_residual));
+  for (std::size_t w = 0; w < status.extent(0); ++w) ++summary.status_counts[status(w)];
+  ++summary.chunks;
+}
+
+// Reads waveforms [first, first + count) (and their pulses), deconvolves
+// them and writes the results.
+template <class T>
+void solve_chunk(const hdf5::InputFile& input, hdf5::OutputFile& output, const InputShape& shape,
+                 const DeviceMatrix<T>& shared, std::int64_t first, std::int64_t count,
+                 const DeconvolutionFileOptions& options,
+                 NnlsWorkspace<Kokkos::DefaultExecutionSpace, T>& workspace,
+                 DeconvolutionSummary& summary) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Memory = Space::memory_space;
+  const hdf5::ReadRequirements checked{true, false, true};  // by require_finite_input
+  const auto waveforms = Kokkos::create_mirror_view_and_copy(
+      Memory{}, input.read_rows<T, 2>("/waveforms", first, count, checked));
+  DeviceMatrix<T> pulses = shared;
+  if (shape.pulse_per_waveform)
+    pulses = Kokkos::create_mirror_view_and_copy(
+        Memory{}, input.read_rows<T, 2>("/pulse", first, count, checked));
+  NnlsSolution<Space, T> solution(count, shape.samples);
+  DeviceMatrix<T> fit(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::deconv::fit"), count,
+                      shape.samples);
+  deconvolve<Space, T>(Space{}, pulses, waveforms, solution, fit, options.deconvolution,
+                       &workspace);
+  write_chunk<T>(output, first, solution, fit, summary);
+}
+
+template <class T>
+DeconvolutionSummary run(const hdf5::InputFile& input, const std::string& output_path,
+                         const DeconvolutionFileOptions& options) {
+  const InputShape shape = check_input(input);
+  DeconvolutionSummary summary;
+  summary.waveforms = shape.waveforms;
+  summary.waveforms_per_chunk = plan_chunks<T>(input, shape, output_path, options);
+  DeviceMatrix<T> shared;
+  if (!shape.pulse_per_waveform) shared = shared_pulse<T>(input, shape.pulse_length);
+  hdf5::OutputFile output(output_path);
+  create_outputs<T>(output, shape);
+  NnlsWorkspace<Kokkos::DefaultExecutionSpace, T> workspace;
   Kokkos::Timer timer;
-  for (std::int64_t first = 0; first < shape.waveforms; first += summary.waveforms_per_chunk) {
-    const std::int64_t count = std::min(summary.waveforms_per_chunk, shape.waveforms - first);
-    const auto waveforms_host = input.read_rows<T, 2>("/waveforms", first, count, checked);
-    const auto waveforms = Kokkos::create_mirror_view_and_copy(Memory{}, waveforms_host);
-    Kokkos::View<T**, Kokkos::LayoutRight, Memory> pulses = shared_pulse;
-    if (shape.pulse_per_waveform)
-      pulses = Kokkos::create_mirror_view_and_copy(
-          Memory{}, input.read_rows<T, 2>("/pulse", first, count, checked));
-    NnlsSolution<Space, T> solution(count, m);
-    Kokkos::View<T**, Kokkos::LayoutRight, Memory> fit(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::deconv::fit"), count, m);
-    deconvolve<Space, T>(space, pulses, waveforms, solution, fit, options.deconvolution,
-                         &workspace);
-    const auto x = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.x);
-    const auto fit_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, fit);
-    const auto residual_norm =
-        Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.residual_norm);
-    const auto iterations =
-        Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.iterations);
-    const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.status);
-    const auto kkt_residual =
-        Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.kkt_residual);
-    output.write_rows("/x", first, x);
-    output.write_rows("/fit", first, fit_host);
-    output.write_rows("/rnorm", first, residual_norm);
-    output.write_rows("/iterations", first, iterations);
-    output.write_rows("/status", first, status);
-    output.write_rows("/kkt_residual", first, kkt_residual);
-    for (std::int64_t w = 0; w < count; ++w) ++summary.status_counts[status(w)];
-    ++summary.chunks;
-  }
+  for (std::int64_t first = 0; first < shape.waveforms; first += summary.waveforms_per_chunk)
+    solve_chunk<T>(input, output, shape, shared, first,
+                   std::min(summary.waveforms_per_chunk, shape.waveforms - first), options,
+                   workspace, summary);
   summary.seconds = timer.seconds();
-
   // Adaptive by default: the cap starts small and may grow to m.
   impl::write_solver_settings(output, input.path(), options.deconvolution.nnls,
-                                options.single_precision, 3 * m, m);
+                              options.single_precision, 3 * shape.samples, shape.samples);
   output.write_attribute("/", "pulse_origin", to_string(options.deconvolution.origin));
   output.write_attribute("/", "memory_budget_bytes", options.memory_budget_bytes);
   output.write_attribute("/", "waveforms_per_chunk", summary.waveforms_per_chunk);

@@ -71,6 +71,61 @@ ResourceNeeds nnls_needs(const hdf5::InputFile& input, const NnlsShape& shape,
   return needs;
 }
 
+// /b as [B, m] whatever its rank in the file: one system is a batch of one.
+template <class T>
+hdf5::HostArray<T, 2> read_right_hand_sides(const hdf5::InputFile& input) {
+  const hdf5::ReadRequirements finite{true, false};
+  if (input.shape("/b").size() != 1) return input.read<T, 2>("/b", finite);
+  const auto vector = input.read<T, 1>("/b", finite);
+  hdf5::HostArray<T, 2> b("b", 1, vector.extent(0));
+  for (std::size_t i = 0; i < vector.extent(0); ++i) b(0, i) = vector(i);
+  return b;
+}
+
+// /A on the device column by column (each system's A^T row-major), so that
+// a column's rows are contiguous and the solver's loads coalesce.
+template <class T>
+Kokkos::View<T***, Kokkos::LayoutRight, Kokkos::DefaultExecutionSpace::memory_space>
+read_transposed_matrices(const hdf5::InputFile& input, const NnlsShape& shape) {
+  const hdf5::ReadRequirements finite{true, false};
+  const std::int64_t m = shape.rows, n = shape.columns;
+  Kokkos::View<T***, Kokkos::LayoutRight, Kokkos::DefaultExecutionSpace::memory_space> transposed(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls_file::A"),
+      shape.per_system ? shape.systems : 1, n, m);
+  auto host = Kokkos::create_mirror_view(transposed);
+  if (shape.per_system) {
+    const auto a = input.read<T, 3>("/A", finite);
+    for (std::int64_t s = 0; s < shape.systems; ++s)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) host(s, j, i) = a(s, i, j);
+  } else {
+    const auto a = input.read<T, 2>("/A", finite);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) host(0, j, i) = a(i, j);
+  }
+  Kokkos::deep_copy(transposed, host);
+  return transposed;
+}
+
+// Writes the solution and the settings, and counts the statuses.
+template <class T>
+void write_solution(hdf5::OutputFile& output, const hdf5::InputFile& input, const NnlsShape& shape,
+                    const NnlsSolution<Kokkos::DefaultExecutionSpace, T>& solution,
+                    const NnlsFileOptions& options, NnlsFileSummary& summary) {
+  const auto host = [](const auto& view) {
+    return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, view);
+  };
+  const auto status = host(solution.status);
+  for (std::int64_t s = 0; s < shape.systems; ++s) ++summary.status_counts[status(s)];
+  output.write("/x", host(solution.x));
+  output.write("/rnorm", host(solution.residual_norm));
+  output.write("/iterations", host(solution.iterations));
+  output.write("/status", status);
+  output.write("/kkt_residual", host(solution.kkt_residual));
+  impl::write_solver_settings(output, input.path(), options.nnls, options.single_precision,
+                              3 * shape.columns, std::min(shape.rows, shape.columns));
+}
+
 template <class T>
 NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_path,
                       const NnlsFileOptions& options) {
@@ -82,46 +137,14 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
   require_resources("kpl nnls on '" + input.path() + "'",
                     nnls_needs<T>(input, shape, options, output_path));
   hdf5::OutputFile output(output_path);  // before any work: the target is writable
-
-  const hdf5::ReadRequirements finite{true, false};
-  // Read as rank 2 / 3 whatever /b's rank: one system is a batch of one.
-  hdf5::HostArray<T, 2> b;
-  if (input.shape("/b").size() == 1) {
-    const auto vector = input.read<T, 1>("/b", finite);
-    b = hdf5::HostArray<T, 2>("b", 1, vector.extent(0));
-    for (std::size_t i = 0; i < vector.extent(0); ++i) b(0, i) = vector(i);
-  } else {
-    b = input.read<T, 2>("/b", finite);
-  }
-  const bool per_system = shape.per_system;
-  const std::int64_t systems = shape.systems, m = shape.rows, n = shape.columns;
-
-  // On the device A is stored column by column (each system's A^T row-major),
-  // so a column's rows are contiguous and the solver's loads coalesce.
-  const std::int64_t stored_systems = per_system ? systems : 1;
-  Kokkos::View<T***, Kokkos::LayoutRight, Memory> transposed(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls_file::A"), stored_systems, n, m);
-  {
-    auto host = Kokkos::create_mirror_view(transposed);
-    if (per_system) {
-      const auto a = input.read<T, 3>("/A", finite);
-      for (std::int64_t s = 0; s < systems; ++s)
-        for (std::int64_t i = 0; i < m; ++i)
-          for (std::int64_t j = 0; j < n; ++j) host(s, j, i) = a(s, i, j);
-    } else {
-      const auto a = input.read<T, 2>("/A", finite);
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j) host(0, j, i) = a(i, j);
-    }
-    Kokkos::deep_copy(transposed, host);
-  }
-  const auto b_device = Kokkos::create_mirror_view_and_copy(Memory{}, b);
-  const DenseColumns<T> columns{transposed.data(), per_system ? n * m : 0, 1, m, m};
-
+  const auto b_device = Kokkos::create_mirror_view_and_copy(Memory{}, read_right_hand_sides<T>(input));
+  const auto transposed = read_transposed_matrices<T>(input, shape);
+  const std::int64_t m = shape.rows, n = shape.columns;
   const Space space;
-  NnlsSolution<Space, T> solution(systems, n);
+  NnlsSolution<Space, T> solution(shape.systems, n);
   Kokkos::Timer timer;
-  if (per_system) {
+  if (shape.per_system) {
+    const DenseColumns<T> columns{transposed.data(), n * m, 1, m, m};
     nnls_columns(space, columns, m, n, b_device, solution, options.nnls);
   } else {
     // Through kpl::nnls, which forms A^T A for the gradient where that pays.
@@ -133,27 +156,10 @@ NnlsFileSummary solve(const hdf5::InputFile& input, const std::string& output_pa
   space.fence();
   NnlsFileSummary summary;
   summary.seconds = timer.seconds();
-  summary.systems = systems;
+  summary.systems = shape.systems;
   summary.rows = m;
   summary.columns = n;
-
-  const auto x = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.x);
-  const auto residual_norm =
-      Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.residual_norm);
-  const auto iterations =
-      Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.iterations);
-  const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.status);
-  const auto kkt_residual =
-      Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, solution.kkt_residual);
-  for (std::int64_t s = 0; s < systems; ++s) ++summary.status_counts[status(s)];
-
-  output.write("/x", x);
-  output.write("/rnorm", residual_norm);
-  output.write("/iterations", iterations);
-  output.write("/status", status);
-  output.write("/kkt_residual", kkt_residual);
-  impl::write_solver_settings(output, input.path(), options.nnls, options.single_precision, 3 * n,
-                                std::min(m, n));
+  write_solution<T>(output, input, shape, solution, options, summary);
   output.commit();
   return summary;
 }

@@ -1,0 +1,106 @@
+// The templates of kpl::hdf5::OutputFile (kpl/hdf5_io.hpp): a View's extents
+// and row-major data handed to the HDF5 calls in core/src/hdf5_write.cpp.
+#pragma once
+
+#include <kpl/error.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace kpl::hdf5 {
+
+namespace impl {
+// The HDF5 calls behind OutputFile's templates, on the open file `file` (a
+// hid_t) written for `path`; in core/src/hdf5_write.cpp. create_raw returns
+// the new dataset, open (a hid_t).
+std::int64_t create_raw(const std::string& path, std::int64_t file, bool committed,
+                        const std::string& dataset, element_type type,
+                        const std::vector<std::size_t>& extents);
+void write_raw(const std::string& path, std::int64_t file, bool committed,
+               const std::string& dataset, element_type type, const void* data,
+               const std::vector<std::size_t>& extents);
+void write_raw_rows(const std::string& path, std::int64_t file, bool committed,
+                    const std::string& dataset, element_type type, const void* data,
+                    std::size_t first_row, const std::vector<std::size_t>& extents);
+
+template <class View>
+std::vector<std::size_t> extents_of(const View& view) {
+  std::vector<std::size_t> extents;
+  for (int d = 0; d < static_cast<int>(View::rank); ++d) extents.push_back(view.extent(d));
+  return extents;
+}
+
+// A row-major copy of a View in any layout. An element loop rather than
+// Kokkos::deep_copy: deep_copy between layouts needs an execution space and
+// would run a kernel for what is a host-side reshuffle of data that is about
+// to be written to disk.
+template <class View>
+auto row_major_copy(const std::string& label, const View& source) {
+  using RowMajor =
+      Kokkos::View<typename View::non_const_data_type, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  const auto allocation = Kokkos::view_alloc(Kokkos::WithoutInitializing, label);
+  if constexpr (View::rank == 1) {
+    RowMajor destination(allocation, source.extent(0));
+    for (std::size_t i = 0; i < source.extent(0); ++i) destination(i) = source(i);
+    return destination;
+  } else if constexpr (View::rank == 2) {
+    RowMajor destination(allocation, source.extent(0), source.extent(1));
+    for (std::size_t i = 0; i < source.extent(0); ++i)
+      for (std::size_t j = 0; j < source.extent(1); ++j) destination(i, j) = source(i, j);
+    return destination;
+  } else {
+    RowMajor destination(allocation, source.extent(0), source.extent(1), source.extent(2));
+    for (std::size_t i = 0; i < source.extent(0); ++i)
+      for (std::size_t j = 0; j < source.extent(1); ++j)
+        for (std::size_t k = 0; k < source.extent(2); ++k) destination(i, j, k) = source(i, j, k);
+    return destination;
+  }
+}
+}  // namespace impl
+
+template <class View>
+void OutputFile::write(const std::string& dataset, const View& view) {
+  static_assert(Kokkos::is_view<View>::value, "OutputFile::write takes a Kokkos::View");
+  static_assert(View::rank >= 1 && View::rank <= 3, "kpl::hdf5 writes datasets of rank 1 to 3");
+  static_assert(
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible,
+      "OutputFile::write takes host Views: copy device data with "
+      "Kokkos::create_mirror_view_and_copy first");
+  constexpr element_type type = impl::element_type_of<typename View::non_const_value_type>();
+  const auto extents = impl::extents_of(view);
+  if constexpr (std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) {
+    if (view.span_is_contiguous()) {
+      impl::write_raw(path_, file_, committed_, dataset, type, view.data(), extents);
+      return;
+    }
+  }
+  const auto row_major = impl::row_major_copy(dataset, view);
+  impl::write_raw(path_, file_, committed_, dataset, type, row_major.data(), extents);
+}
+
+template <class View>
+void OutputFile::write_rows(const std::string& dataset, std::size_t first_row, const View& view) {
+  static_assert(Kokkos::is_view<View>::value, "OutputFile::write_rows takes a Kokkos::View");
+  static_assert(View::rank >= 1 && View::rank <= 3, "kpl::hdf5 writes datasets of rank 1 to 3");
+  static_assert(
+      (View::rank == 1 || std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) &&
+          Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible,
+      "OutputFile::write_rows takes contiguous host Views, LayoutRight from rank 2");
+  if (!view.span_is_contiguous())
+    throw runtime_error("OutputFile::write_rows: the View is not contiguous");
+  impl::write_raw_rows(path_, file_, committed_, dataset,
+                       impl::element_type_of<typename View::non_const_value_type>(), view.data(),
+                       first_row, impl::extents_of(view));
+}
+
+template <class T>
+void OutputFile::create_dataset(const std::string& dataset,
+                                const std::vector<std::size_t>& extents) {
+  impl::create_raw(path_, file_, committed_, dataset, impl::element_type_of<T>(), extents);
+}
+
+}  // namespace kpl::hdf5
