@@ -232,8 +232,7 @@ void reduce_across_strided(const ExecutionSpace& space, const Access& access, co
   const std::int64_t output_groups = outputs / (packed ? pack : 1);
   const int output_blocks =
       host ? 1 : static_cast<int>((output_groups + team_size - 1) / team_size);
-  const std::int64_t segments =
-      strided_segments(space, access.reduced(), output_blocks, team_size);
+  const std::int64_t segments = strided_segments(space, access.reduced(), output_blocks, team_size);
   const Kokkos::TeamPolicy<ExecutionSpace> policy(space, static_cast<int>(segments) * output_blocks,
                                                   team_size);
   auto launch = [&](auto width_constant, auto atomic_constant, const Partials& partials) {
