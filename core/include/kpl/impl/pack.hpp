@@ -1,8 +1,9 @@
 // A group of consecutive elements moved as one aligned memory access: 16
 // bytes (4 floats, 2 doubles) per load or store instead of one element. On
-// the H100 this is what takes a streaming kernel from ~2050 to ~2900 GB/s
-// (perf/RESULTS.md, broadcast): fewer memory instructions for the same bytes
-// in flight.
+// a GPU a streaming kernel is limited by memory instructions in flight long
+// before bytes in flight: wider accesses move the same bytes with a quarter
+// or half of the instructions (the broadcast and gemv rows of
+// perf/RESULTS.md compare both).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -37,11 +38,9 @@ KOKKOS_INLINE_FUNCTION Pack<T, Width> load_pack(const T* data) {
 // load_pack for data that is read once, such as a matrix streamed by a
 // gemv: on CUDA an evict-first load (ld.global.cs), so the stream does not
 // push out of L2 what other teams read again (x, read by every block of
-// rows). H100, row-block gemv (perf/RESULTS.md, "evict-first matrix loads"):
-// B^T g 1e6 x 16 float 30.4 -> 27.8 us, double 56.7 -> 52.7 us. The same
-// loads in the outputs-contiguous kernel helped tall double products but
-// cost 3 % on 16384^2 N double, so that kernel keeps load_pack. Elsewhere a
-// plain load.
+// rows). The row-block gemv kernel gains from it; the outputs-contiguous
+// kernel keeps load_pack, where it measured no gain on square matrices.
+// Elsewhere a plain load.
 template <int Width, class T>
 KOKKOS_INLINE_FUNCTION Pack<T, Width> load_pack_read_once(const T* data) {
 #if defined(__CUDA_ARCH__)
