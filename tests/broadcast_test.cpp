@@ -345,3 +345,56 @@ TEST(BroadcastShapes, IncompatibleShapesAreAnErrorNamingBoth) {
                               {kpl::BroadcastVariant::sliding_factor, -1}),
                std::invalid_argument);
 }
+
+namespace {
+
+// The team variants with teams of two threads on the host: matrix - row
+// vector, matrix - column vector and row vector - column vector (both staged
+// by the scratch variant), every element against a host loop. The scratch
+// tiles are tall (sliding factor 64) and many, so a thread that read a staged
+// vector element before its teammate wrote it (no barrier between staging
+// and use) would see the previous tile's value.
+void check_teams_of_two(kpl::BroadcastVariant variant, int repeats) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  const Host space;
+  const std::int64_t rows = 64 * 200, columns = 6;
+  Kokkos::View<double**, Kokkos::HostSpace> matrix("matrix", rows, columns),
+      column("column", rows, 1), row("row", 1, columns), out("out", rows, columns);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    column(i, 0) = double(3 * i + 1);
+    for (std::int64_t j = 0; j < columns; ++j) matrix(i, j) = double(1000 * i + j);
+  }
+  for (std::int64_t j = 0; j < columns; ++j) row(0, j) = double(7 * j + 5);
+  const kpl::BroadcastOptions options{variant, 64, 2};
+  const auto expect = [&](const auto& a, const auto& b, const auto& reference, const char* what) {
+    Kokkos::deep_copy(out, std::nan(""));
+    kpl::broadcast(space, kpl::Subtract{}, a, b, out, options);
+    space.fence();
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < columns; ++j) wrong += !(out(i, j) == reference(i, j));
+    EXPECT_EQ(wrong, 0) << what;
+  };
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    expect(
+        matrix, row, [&](std::int64_t i, std::int64_t j) { return matrix(i, j) - row(0, j); },
+        "matrix - row");
+    expect(
+        matrix, column,
+        [&](std::int64_t i, std::int64_t j) { return matrix(i, j) - column(i, 0); },
+        "matrix - column");
+    expect(
+        row, column, [&](std::int64_t i, std::int64_t j) { return row(0, j) - column(i, 0); },
+        "row - column");
+  }
+}
+
+}  // namespace
+
+TEST(BroadcastOnTheHost, TeamVariantsWithTeamsOfTwoThreads) {
+  if (Kokkos::DefaultHostExecutionSpace().concurrency() < 2) {
+    GTEST_SKIP() << "the host space runs one thread";
+  }
+  check_teams_of_two(kpl::BroadcastVariant::general, 1);
+  check_teams_of_two(kpl::BroadcastVariant::scratch, 20);
+}

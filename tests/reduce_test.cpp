@@ -230,9 +230,89 @@ void check_team_building_blocks() {
   }
 }
 
+// Several operations at once, with the cross-team combine forced: explicit
+// team counts (several teams even on Serial), a second pass or Kokkos'
+// inter-team stage, into a device View or to the host; each member against
+// a plain host loop. team_size 2 runs the team level with two threads on
+// the host (OpenMP with 2 threads).
+template <class ExecutionSpace>
+void check_several_operations_across_teams(int team_size) {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const ExecutionSpace space;
+  const std::int64_t length = 100003;
+  const auto values = random_values<float>(length, 4242);
+  const auto x = to_device<ExecutionSpace>(values);
+  double sum = 0, scale = 0;
+  float low = values[0], high = values[0];
+  std::int64_t argmin = 0, argmax = 0;
+  for (std::int64_t i = 0; i < length; ++i) {
+    sum += double(values[i]);
+    scale += std::abs(double(values[i]));
+    if (values[i] < low) low = values[i], argmin = i;
+    if (values[i] > high) high = values[i], argmax = i;
+  }
+  const auto ops = kpl::several(kpl::Sum<float>{}, kpl::MinMax<float>{}, kpl::ArgMin<float>{},
+                                kpl::ArgMax<float>{}, kpl::Max<float>{});
+  using Pack = typename decltype(ops)::value_type;
+  const auto check = [&](const Pack& pack) {
+    EXPECT_NEAR(kpl::get<0>(pack), sum, 1e-12 * scale);
+    EXPECT_EQ(kpl::get<1>(pack).min, low);
+    EXPECT_EQ(kpl::get<1>(pack).max, high);
+    EXPECT_EQ(kpl::get<2>(pack).index, argmin);
+    EXPECT_EQ(kpl::get<2>(pack).value, low);
+    EXPECT_EQ(kpl::get<3>(pack).index, argmax);
+    EXPECT_EQ(kpl::get<3>(pack).value, high);
+    EXPECT_EQ(kpl::get<4>(pack), high);
+  };
+  for (const int teams : {2, 7, 64, 1000}) {
+    SCOPED_TRACE("teams " + std::to_string(teams) + ", team size " + std::to_string(team_size));
+    for (const auto combine : {kpl::cross_team::automatic, kpl::cross_team::second_pass}) {
+      check(kpl::reduce(space, x, ops, {combine, teams, team_size}));
+    }
+    Kokkos::View<Pack, MemorySpace> result("result");
+    kpl::reduce(space, x, ops, result, {kpl::cross_team::second_pass, teams, team_size});
+    check(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, result)());
+  }
+}
+
+// Every operation with teams of team_size threads and several teams, by
+// atomics and by a second pass.
+template <class ExecutionSpace>
+void check_chosen_team_size(int team_size) {
+  const ExecutionSpace space;
+  for (const std::int64_t length : {std::int64_t(1), std::int64_t(33), std::int64_t(5000)}) {
+    const auto values = random_values<std::int64_t>(length, 77 + length);
+    const auto x = to_device<ExecutionSpace>(values);
+    std::int64_t sum = 0, high = values[0];
+    for (const auto v : values) sum += v, high = std::max(high, v);
+    for (const int teams : {1, 3, 16}) {
+      SCOPED_TRACE("length " + std::to_string(length) + ", teams " + std::to_string(teams));
+      for (const auto combine : {kpl::cross_team::atomics, kpl::cross_team::second_pass}) {
+        EXPECT_EQ(kpl::reduce(space, x, kpl::Sum<std::int64_t>{}, {combine, teams, team_size}),
+                  sum);
+        EXPECT_EQ(kpl::reduce(space, x, kpl::Max<std::int64_t>{}, {combine, teams, team_size}),
+                  high);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 KPL_EXECUTION_SPACE_SUITE(Reduce);
+
+KPL_EXECUTION_SPACE_TEST(Reduce, SeveralOperationsCombinedAcrossTeams) {
+  check_several_operations_across_teams<TypeParam>(0);
+}
+
+// Teams of two threads on the host (OpenMP with at least 2 threads): the
+// team level of the tree with more than one thread.
+TEST(ReduceOnTheHost, TeamsOfTwoThreads) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  if (Host().concurrency() < 2) GTEST_SKIP() << "the host space runs one thread";
+  check_several_operations_across_teams<Host>(2);
+  check_chosen_team_size<Host>(2);
+}
 
 KPL_EXECUTION_SPACE_TEST(Reduce, EveryOperationAndTypeCombiningTeamsAutomatically) {
   check_all_types<TypeParam>(kpl::cross_team::automatic);

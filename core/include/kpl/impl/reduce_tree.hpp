@@ -1,0 +1,387 @@
+// The hierarchical reduction tree behind kpl::reduce (1-D input to one
+// value), after the reduction kernels that GPU Coder generates (MathWorks,
+// GPU Coder documentation, "Kernels from Reduction Operations": a tree in
+// which each thread block reduces a portion of the array, warp shuffles
+// combine the threads of a warp, and one atomic per block combines the
+// blocks). Its four levels here:
+//   1. thread:    every thread accumulates its elements (strided 16-byte
+//                 chunks on GPUs, so a warp reads consecutive memory; one
+//                 contiguous range on CPUs, for caches and prefetchers);
+//   2. vector:    the vector lanes of a thread combine (warp shuffles);
+//   3. team:      the threads of a team combine (Kokkos' team reduction
+//                 through scratch memory, with its barriers);
+//   4. cross-team: one atomic per team where the operation and its value's
+//                 size allow (atomic_combine), else a second pass over the
+//                 per-team results (CombinePartials), or, for a result
+//                 wanted on the host, Kokkos' own inter-team stage.
+// Include kpl/reduce.hpp, not this file.
+#pragma once
+
+#include <kpl/impl/pack.hpp>
+#include <kpl/impl/reduce_op_reducer.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+
+namespace kpl::impl {
+
+// ------------------------------------------- level 4 by atomics: which ops
+
+// Whether teams may combine their results by one atomic each.
+template <class Op, class = void>
+struct has_atomic_add : std::false_type {};
+template <class Op>
+struct has_atomic_add<Op, std::void_t<decltype(Op::atomic_add)>>
+    : std::bool_constant<Op::atomic_add> {};
+template <class Op, class = void>
+struct has_atomic_exchange : std::false_type {};
+template <class Op>
+struct has_atomic_exchange<Op, std::void_t<decltype(Op::atomic_exchange)>>
+    : std::bool_constant<Op::atomic_exchange &&
+                         (sizeof(typename Op::value_type) == 4 ||
+                          sizeof(typename Op::value_type) == 8) &&
+                         alignof(typename Op::value_type) == sizeof(typename Op::value_type)> {};
+template <class Op>
+inline constexpr bool supports_atomics_v =
+    has_atomic_add<Op>::value || has_atomic_exchange<Op>::value;
+
+// The bits of a 4- or 8-byte value as an unsigned integer: the
+// compare-and-swap below works on these, so a NaN (NaN != NaN) cannot keep the
+// loop spinning and a struct such as MinMaxValue<float> needs no operator==.
+template <class T>
+using bits_of_t = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+
+template <class T>
+KOKKOS_INLINE_FUNCTION bits_of_t<T> to_bits(const T& value) {
+  bits_of_t<T> bits;
+  std::memcpy(&bits, &value, sizeof(T));
+  return bits;
+}
+
+// *target = combine(*target, value), atomically: atomic_add for sums, else a
+// compare-and-swap loop on the value's bits.
+template <class Op>
+KOKKOS_INLINE_FUNCTION void atomic_combine(const Op& op, typename Op::value_type* target,
+                                           const typename Op::value_type& value) {
+  if constexpr (has_atomic_add<Op>::value) {
+    Kokkos::atomic_add(target, value);
+  } else {
+    using value_type = typename Op::value_type;
+    using bits_type = bits_of_t<value_type>;
+    // value_type's alignment is its size (MinMaxValue is declared so), as a
+    // compare-and-swap on bits_type needs.
+    auto* target_bits = reinterpret_cast<bits_type*>(target);
+    bits_type expected = *static_cast<volatile bits_type*>(target_bits);
+    while (true) {
+      value_type desired;
+      std::memcpy(&desired, &expected, sizeof(value_type));
+      op.combine(desired, value);
+      const bits_type desired_bits = to_bits(desired);
+      if (desired_bits == expected) return;  // nothing to change
+      const bits_type seen = Kokkos::atomic_compare_exchange(target_bits, expected, desired_bits);
+      if (seen == expected) return;
+      expected = seen;
+    }
+  }
+}
+
+// ----------------------------------------------------------- launch shape
+
+struct LaunchShape {
+  int teams;
+  int team_size;
+  int vector_length;
+};
+
+// GPUs: 8 x 32 = 256 threads a team and enough teams to fill the device
+// once, each thread then looping over a strided range (fewer partial
+// results). CPUs: one thread a team. At least ~16 elements a thread, or the
+// launch costs more than the work. A requested count (> 0) wins.
+template <class ExecutionSpace>
+LaunchShape reduction_shape(const ExecutionSpace& space, std::int64_t length, int requested_teams,
+                            int requested_team_size = 0) {
+  LaunchShape shape{1, 1, 1};
+  if constexpr (!runs_on_host_v<ExecutionSpace>) {
+    shape.team_size = 8;
+    shape.vector_length = 32;
+  }
+  if (requested_team_size > 0) shape.team_size = requested_team_size;
+  const std::int64_t threads_per_team = std::int64_t(shape.team_size) * shape.vector_length;
+  const std::int64_t fill = std::max<std::int64_t>(1, space.concurrency() / threads_per_team);
+  const std::int64_t useful = (length + 16 * threads_per_team - 1) / (16 * threads_per_team);
+  shape.teams = static_cast<int>(std::max<std::int64_t>(1, std::min(fill, useful)));
+  if (requested_teams > 0) shape.teams = requested_teams;
+  return shape;
+}
+
+// ------------------------------------------------------ levels 1 to 4
+
+template <class Op, class InputView, class ResultView, class PartialView, class ExecutionSpace>
+struct ReduceTeams {
+  using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  // Not named value_type: Kokkos 3.4 would take the functor for the reducer.
+  using team_value_type = typename Op::value_type;
+  using input_type = typename Op::input_type;
+  // 16-byte chunks: one vector load per chunk on GPUs.
+  static constexpr int chunk = pack_elements<input_type>();
+  using Chunk = Pack<input_type, chunk>;
+
+  Op op;
+  InputView input;
+  const input_type* data;  // non-null when input is contiguous and 16-byte aligned
+  std::int64_t length;
+  ResultView result;
+  PartialView partials;
+  bool use_atomics;
+  int lanes;  // the policy's vector length (not every team member reports it)
+
+  KOKKOS_INLINE_FUNCTION void combine_chunk(const Chunk& values, std::int64_t c,
+                                            team_value_type& value) const {
+    for (int k = 0; k < chunk; ++k) op.combine(value, op.lift(values.value[k], c * chunk + k));
+  }
+
+  // Level 1 on GPUs: chunk c goes to thread c mod threads, so a warp reads
+  // consecutive chunks; four independent loads in flight before their use.
+  KOKKOS_INLINE_FUNCTION void accumulate_interleaved(std::int64_t thread, std::int64_t threads,
+                                                     team_value_type& value) const {
+    std::int64_t tail_begin = 0;
+    if (data != nullptr) {
+      const Chunk* chunks = reinterpret_cast<const Chunk*>(data);
+      const std::int64_t chunk_count = length / chunk;
+      std::int64_t c = thread;
+      for (; c + 3 * threads < chunk_count; c += 4 * threads) {
+        const Chunk a = chunks[c];
+        const Chunk b = chunks[c + threads];
+        const Chunk d = chunks[c + 2 * threads];
+        const Chunk e = chunks[c + 3 * threads];
+        combine_chunk(a, c, value);
+        combine_chunk(b, c + threads, value);
+        combine_chunk(d, c + 2 * threads, value);
+        combine_chunk(e, c + 3 * threads, value);
+      }
+      for (; c < chunk_count; c += threads) combine_chunk(chunks[c], c, value);
+      tail_begin = chunk_count * chunk;
+    }
+    for (std::int64_t i = tail_begin + thread; i < length; i += threads) {
+      op.combine(value, op.lift(input(i), i));
+    }
+  }
+
+  // One block of a CPU thread's range, with four independent accumulators:
+  // one dependent chain would run at the combine's latency, not at memory
+  // speed (combine is associative and commutative, so any grouping is valid).
+  KOKKOS_INLINE_FUNCTION team_value_type block_value(std::int64_t begin, std::int64_t end) const {
+    team_value_type partial[4] = {op.identity(), op.identity(), op.identity(), op.identity()};
+    std::int64_t i = begin;
+    if (data != nullptr) {
+      for (; i + 3 < end; i += 4) {
+        op.combine(partial[0], op.lift(data[i], i));
+        op.combine(partial[1], op.lift(data[i + 1], i + 1));
+        op.combine(partial[2], op.lift(data[i + 2], i + 2));
+        op.combine(partial[3], op.lift(data[i + 3], i + 3));
+      }
+    }
+    for (; i < end; ++i) op.combine(partial[0], op.lift(input(i), i));
+    op.combine(partial[0], partial[1]);
+    op.combine(partial[2], partial[3]);
+    op.combine(partial[0], partial[2]);
+    return partial[0];
+  }
+
+  // Level 1 on CPUs: one contiguous range a thread, summed in blocks so that
+  // rounding error grows with the block count rather than the range length.
+  KOKKOS_INLINE_FUNCTION void accumulate_contiguous(std::int64_t thread, std::int64_t threads,
+                                                    team_value_type& value) const {
+    const std::int64_t begin = length * thread / threads;
+    const std::int64_t end = length * (thread + 1) / threads;
+    constexpr std::int64_t block = 1024;
+    for (std::int64_t block_begin = begin; block_begin < end; block_begin += block) {
+      const std::int64_t block_end = block_begin + block < end ? block_begin + block : end;
+      const team_value_type block_result = block_value(block_begin, block_end);
+      op.combine(value, block_result);
+    }
+  }
+
+  // Levels 1 to 3; every thread of the team gets the team's value.
+  KOKKOS_INLINE_FUNCTION team_value_type team_value(const member_type& member) const {
+    const std::int64_t team = member.league_rank();
+    const std::int64_t threads = std::int64_t(member.league_size()) * member.team_size() * lanes;
+    team_value_type thread_value;
+    // Levels 1 and 2: every lane accumulates its elements, then the lanes combine.
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, lanes),
+        [&](const int lane, team_value_type& lane_value) {
+          const std::int64_t thread =
+              (team * member.team_size() + member.team_rank()) * lanes + lane;
+          if constexpr (runs_on_host_v<ExecutionSpace>) {
+            accumulate_contiguous(thread, threads, lane_value);
+          } else {
+            accumulate_interleaved(thread, threads, lane_value);
+          }
+        },
+        OpReducer<Op>(op, thread_value));
+    // Level 3: the threads of the team.
+    OpReducer<Op> team_reducer(op, thread_value);
+    member.team_reduce(team_reducer);
+    return thread_value;
+  }
+
+  // Level 4 by one atomic per team, or into partials(team) for a second pass.
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    const team_value_type value = team_value(member);
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      if constexpr (supports_atomics_v<Op>) {
+        if (use_atomics) {
+          atomic_combine(op, &result(), value);
+          return;
+        }
+      }
+      partials(member.league_rank()) = value;
+    });
+  }
+
+  // Level 4 by Kokkos' own inter-team stage (parallel_reduce over the teams):
+  // one launch and Kokkos' reused buffers, for results wanted on the host.
+  // Only one thread of each team contributes; all others hold the identity.
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member, team_value_type& update) const {
+    const team_value_type value = team_value(member);
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { op.combine(update, value); });
+  }
+};
+
+// Level 4 by a second pass: one team combines the per-team partial results.
+template <class Op, class ResultView, class PartialView, class ExecutionSpace>
+struct CombinePartials {
+  using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  using value_type = typename Op::value_type;
+  Op op;
+  PartialView partials;
+  ResultView result;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    value_type total;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, static_cast<int>(partials.extent(0))),
+        [&](const int team, value_type& partial) { op.combine(partial, partials(team)); },
+        OpReducer<Op>(op, total));
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { result() = total; });
+  }
+};
+
+// ------------------------------------------------------------- launches
+
+template <class InputView>
+const typename InputView::non_const_value_type* contiguous_aligned_data(const InputView& input) {
+  const bool contiguous =
+      input.span_is_contiguous() || input.extent(0) <= 1 || input.stride(0) == 1;
+  const auto address = reinterpret_cast<std::uintptr_t>(input.data());
+  return contiguous && address % 16 == 0 ? input.data() : nullptr;
+}
+
+// The input as the kernels read it: const, random-access (read-only cache).
+template <class InputView>
+using ReadOnlyInput =
+    Kokkos::View<const typename InputView::non_const_value_type*, typename InputView::array_layout,
+                 typename InputView::device_type, Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+
+template <class ExecutionSpace, class InputView, class Op, class ResultView, class PartialView>
+ReduceTeams<Op, ReadOnlyInput<InputView>, ResultView, PartialView, ExecutionSpace> team_kernel(
+    const InputView& input, const Op& op, const ResultView& result, const PartialView& partials,
+    bool use_atomics, const LaunchShape& shape) {
+  return {op,
+          ReadOnlyInput<InputView>(input),
+          contiguous_aligned_data(input),
+          static_cast<std::int64_t>(input.extent(0)),
+          result,
+          partials,
+          use_atomics,
+          shape.vector_length};
+}
+
+template <class ExecutionSpace>
+Kokkos::TeamPolicy<ExecutionSpace> team_policy(const ExecutionSpace& space,
+                                               const LaunchShape& shape) {
+  return Kokkos::TeamPolicy<ExecutionSpace>(space, shape.teams, shape.team_size,
+                                            shape.vector_length);
+}
+
+// Whether level 4 goes by atomics: by default where the operation allows;
+// asking for atomics where it does not is an error.
+template <class Op>
+bool combine_teams_by_atomics(cross_team combine) {
+  if constexpr (supports_atomics_v<Op>) {
+    return combine != cross_team::second_pass;
+  } else {
+    if (combine == cross_team::atomics) {
+      throw std::invalid_argument("kpl::reduce: this operation cannot combine teams by atomics");
+    }
+    return false;
+  }
+}
+
+// The whole tree into a rank-0 View on the device; nothing fenced.
+template <class ExecutionSpace, class InputView, class Op, class ResultView>
+void reduce_into_view(const ExecutionSpace& space, const InputView& input, const Op& op,
+                      const ResultView& result, const ReduceOptions& options) {
+  using PartialView = Kokkos::View<typename Op::value_type*, typename ExecutionSpace::memory_space>;
+  const auto shape = reduction_shape(space, static_cast<std::int64_t>(input.extent(0)),
+                                     options.teams, options.team_size);
+  const bool use_atomics = combine_teams_by_atomics<Op>(options.combine);
+  PartialView partials;
+  if (use_atomics) {
+    Kokkos::deep_copy(space, result, op.identity());
+  } else {
+    partials =
+        PartialView(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::partials"),
+                    shape.teams);
+  }
+  Kokkos::parallel_for(
+      "kpl::reduce::teams", team_policy(space, shape),
+      team_kernel<ExecutionSpace>(input, op, result, partials, use_atomics, shape));
+  if (!use_atomics) {
+    const int team_size = runs_on_host_v<ExecutionSpace> ? 1 : 256;
+    Kokkos::parallel_for(
+        "kpl::reduce::combine_teams", Kokkos::TeamPolicy<ExecutionSpace>(space, 1, team_size),
+        CombinePartials<Op, ResultView, PartialView, ExecutionSpace>{op, partials, result});
+  }
+}
+
+// Inputs from this length on go through a device result with atomics or a
+// second pass even for a host result: their kernel is faster there and the
+// fixed cost (allocation, initialisation, copy) small beside it
+// (perf/RESULTS.md); shorter ones use Kokkos' inter-team stage (one launch,
+// no allocation).
+inline constexpr std::int64_t large_reduction = std::int64_t(1) << 24;
+
+// The whole tree, its value returned on the host (fenced).
+template <class ExecutionSpace, class InputView, class Op>
+typename Op::value_type reduce_to_host(const ExecutionSpace& space, const InputView& input,
+                                       const Op& op, const ReduceOptions& options) {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  using value_type = typename Op::value_type;
+  const auto length = static_cast<std::int64_t>(input.extent(0));
+  value_type value;
+  if (options.combine != cross_team::automatic || length >= large_reduction) {
+    Kokkos::View<value_type, MemorySpace> result(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::result"));
+    reduce_into_view(space, input, op, result, options);
+    Kokkos::View<value_type, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host(&value);
+    Kokkos::deep_copy(space, host, result);
+    space.fence();
+    return value;
+  }
+  const auto shape = reduction_shape(space, length, options.teams, options.team_size);
+  const auto teams =
+      team_kernel<ExecutionSpace>(input, op, Kokkos::View<value_type, MemorySpace>(),
+                                  Kokkos::View<value_type*, MemorySpace>(), false, shape);
+  Kokkos::parallel_reduce("kpl::reduce::teams_to_host", team_policy(space, shape), teams,
+                          OpReducer<Op>(op, value));
+  return value;
+}
+
+}  // namespace kpl::impl
