@@ -60,11 +60,74 @@ int run_gam_fit(const GamFitArguments& arguments) {
   return exit_success;
 }
 
+// The model: mboost's bbs learner (basis, penalty, df) and the boosting.
+void add_model_options(CLI::App* app, GamFitArguments& arguments) {
+  auto& options = arguments.options;
+  app->add_option("--basis-size", options.gam.basis_size,
+                  "B-spline functions per covariate (k - degree - 1 interior knots)")
+      ->check(CLI::Range(3, 256))
+      ->capture_default_str();
+  app->add_option("--degree", options.gam.degree, "B-spline degree")
+      ->check(CLI::Range(1, bspline_max_degree))
+      ->capture_default_str();
+  app->add_option("--penalty", arguments.penalty,
+                  "pspline: difference penalty of order --differences; ridge: K = I")
+      ->check(CLI::IsMember({"pspline", "ridge"}))
+      ->capture_default_str();
+  app->add_option("--differences", options.gam.differences,
+                  "Difference order of the P-spline penalty")
+      ->check(CLI::Range(1, 3))
+      ->capture_default_str();
+  app->add_option("--df", options.gam.df, "Degrees of freedom of every learner, in (0, k]")
+      ->check(finite_number)
+      ->check(CLI::Range(1e-6, 256.0))
+      ->capture_default_str();
+  df_definitions.add(app, "--df-definition", arguments.df_definition,
+                     "trace: tr(S) (Sieminski & Lee); trace2: tr(2S - S^T S) (mboost's default)");
+  app->add_option("--nu", options.gam.nu, "Step length, in (0, 1]")
+      ->check(finite_number)
+      ->check(CLI::Range(1e-12, 1.0))
+      ->capture_default_str();
+  app->add_option("--mstop", options.gam.mstop, "Boosting iterations")
+      ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
+  gam_families.add(app, "--family", arguments.family,
+                   "gaussian (squared error), binomial (y in {0, 1}, log-odds) or poisson (log "
+                   "link)");
+}
+
+// How the fit is computed and mstop chosen: the answer does not depend on
+// them beyond rounding (cross-validation aside).
+void add_computation_options(CLI::App* app, GamFitArguments& arguments) {
+  auto& options = arguments.options;
+  app->add_option("--cv", options.cv_folds,
+                  "Choose mstop in [0, --mstop] by K-fold cross-validation, then refit on all "
+                  "rows")
+      ->check(CLI::Range(2, 1 << 20));
+  app->add_option("--cv-seed", options.cv_seed, "Seed of the fold assignment")
+      ->check(non_negative_integer)
+      ->capture_default_str();
+  gam_modes.add(app, "--mode", arguments.mode,
+                "direct: B^T u from the basis every iteration; gram (gaussian): kept up to date "
+                "from cross-products, O(p k^2) an iteration");
+  gam_bases.add(app, "--basis", arguments.basis,
+                "compact: (first index, degree + 1 values) per row; dense: n x p k, through "
+                "kpl::gemv");
+  app->add_option("--gemv", arguments.gemv,
+                  "gemv strategy for the dense basis (implies --basis dense)")
+      ->check(CLI::IsMember(gemv_strategies.names()));
+  app->add_option("--gram-refresh", options.gam.gram_refresh,
+                  "Gram mode: recompute B^T u, f and the risk from the rows this often")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  precisions.add(app, "--precision", arguments.precision,
+                 "Precision of the basis (sums, f and the learners' matrices stay double)");
+}
+
 }  // namespace
 
 Command add_gam_fit_command(CLI::App& gam) {
   auto arguments = std::make_shared<GamFitArguments>();
-  auto& options = arguments->options;
   auto* app = gam.add_subcommand(
       "fit",
       "Fit by component-wise L2 boosting with one penalised B-spline learner per covariate. "
@@ -78,59 +141,8 @@ Command add_gam_fit_command(CLI::App& gam) {
   app->add_option("--output", arguments->output, "Model file to write")
       ->check(non_empty_path)
       ->required();
-  app->add_option("--basis-size", options.gam.basis_size,
-                  "B-spline functions per covariate (k - degree - 1 interior knots)")
-      ->check(CLI::Range(3, 256))
-      ->capture_default_str();
-  app->add_option("--degree", options.gam.degree, "B-spline degree")
-      ->check(CLI::Range(1, bspline_max_degree))
-      ->capture_default_str();
-  app->add_option("--penalty", arguments->penalty,
-                  "pspline: difference penalty of order --differences; ridge: K = I")
-      ->check(CLI::IsMember({"pspline", "ridge"}))
-      ->capture_default_str();
-  app->add_option("--differences", options.gam.differences,
-                  "Difference order of the P-spline penalty")
-      ->check(CLI::Range(1, 3))
-      ->capture_default_str();
-  app->add_option("--df", options.gam.df, "Degrees of freedom of every learner, in (0, k]")
-      ->check(finite_number)
-      ->check(CLI::Range(1e-6, 256.0))
-      ->capture_default_str();
-  df_definitions.add(app, "--df-definition", arguments->df_definition,
-                     "trace: tr(S) (Sieminski & Lee); trace2: tr(2S - S^T S) (mboost's default)");
-  app->add_option("--nu", options.gam.nu, "Step length, in (0, 1]")
-      ->check(finite_number)
-      ->check(CLI::Range(1e-12, 1.0))
-      ->capture_default_str();
-  app->add_option("--mstop", options.gam.mstop, "Boosting iterations")
-      ->check(CLI::Range(0, 10000000))
-      ->capture_default_str();
-  gam_families.add(app, "--family", arguments->family,
-                   "gaussian (squared error), binomial (y in {0, 1}, log-odds) or poisson (log "
-                   "link)");
-  app->add_option("--cv", options.cv_folds,
-                  "Choose mstop in [0, --mstop] by K-fold cross-validation, then refit on all "
-                  "rows")
-      ->check(CLI::Range(2, 1 << 20));
-  app->add_option("--cv-seed", options.cv_seed, "Seed of the fold assignment")
-      ->check(non_negative_integer)
-      ->capture_default_str();
-  gam_modes.add(app, "--mode", arguments->mode,
-                "direct: B^T u from the basis every iteration; gram (gaussian): kept up to date "
-                "from cross-products, O(p k^2) an iteration");
-  gam_bases.add(app, "--basis", arguments->basis,
-                "compact: (first index, degree + 1 values) per row; dense: n x p k, through "
-                "kpl::gemv");
-  app->add_option("--gemv", arguments->gemv,
-                  "gemv strategy for the dense basis (implies --basis dense)")
-      ->check(CLI::IsMember(gemv_strategies.names()));
-  app->add_option("--gram-refresh", options.gam.gram_refresh,
-                  "Gram mode: recompute B^T u, f and the risk from the rows this often")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
-  precisions.add(app, "--precision", arguments->precision,
-                 "Precision of the basis (sums, f and the learners' matrices stay double)");
+  add_model_options(app, *arguments);
+  add_computation_options(app, *arguments);
   return {app, [arguments] { return run_gam_fit(*arguments); }};
 }
 
