@@ -14,11 +14,11 @@
 //                    PyTorch's CUDA-event timings report;
 //   gemv_graph/...   (CUDA, n <= 1e5) the same 16 calls captured once into a
 //                    CUDA graph, its replays timed with CUDA events, / 16.
-//                    Below ~10 us a call, gemv_stream measures the host's
-//                    launch rate (Kokkos' launch path, noisy on a VM: the
-//                    same kernel timed twice differs by up to 14 %); graph
-//                    replay takes the host out and leaves the GPU's time for
-//                    the kernels, which is what the strategies differ in.
+//                    For kernels shorter than a launch, gemv_stream measures
+//                    the host's launch rate (Kokkos' launch path, noisy on a
+//                    VM); graph replay takes the host out and leaves the
+//                    GPU's time for the kernels, which is what the
+//                    strategies differ in.
 //
 // Names: gemv[_stream|_graph]/<N|T>/<float|double>/<strategy>/<backend>/rows:R/columns:C;
 // gemv_tuning/... (graph replays on CUDA, back to back elsewhere) adds

@@ -1,8 +1,8 @@
 // kpl::gemv and kpl::gemv_batched on every backend against a host reference
 // in double: every strategy x op x layout x precision, the shapes
 // (0x0, 1x1, 1xN, Mx1, 17x33, 1000x16, 1e5x64, 513x4097), alpha/beta
-// combinations (beta = 0 with NaN in y), overridden team shapes, misaligned
-// and strided Views, batches, and the errors.
+// combinations (beta = 0 with NaN in y), overridden team shapes, teams of
+// two threads on CPUs, misaligned and strided Views, batches, and the errors.
 #include "execution_space_test.hpp"
 
 #include <kpl/gemv.hpp>
@@ -277,7 +277,7 @@ KPL_EXECUTION_SPACE_TEST(Gemv, KokkosKernelsFloat) {
   check_strategy<TypeParam, float>(GemvStrategy::kokkos_kernels);
 }
 
-// What automatic runs (gemv.hpp, impl::automatic_strategy): partial_rows
+// What automatic runs (impl/gemv_dispatch.hpp, impl::automatic_strategy): partial_rows
 // on CPUs; on GPUs team_per_dot for outputs-contiguous products with few
 // outputs (one per 128 resident threads) and >= 16 terms, or at most four
 // elements per resident thread and >= 64 terms; thread_per_row for dot
@@ -353,6 +353,52 @@ void check_overrides() {
 }
 
 KPL_EXECUTION_SPACE_TEST(Gemv, OverriddenTeamShapes) { check_overrides<TypeParam>(); }
+
+// The team code paths with teams of two threads, which CPUs otherwise never
+// take (team_per_dot and partial_rows' row-block kernel default to one
+// thread a team there): on OpenMP with two or more threads the teams are 2
+// (Serial allows 1). Data where the dot products run along memory (the
+// row-block kernel's), blocks of outputs cut short, terms after the last
+// pack, and one or several segments (several: the last team of a block adds
+// the partial sums).
+template <class ExecutionSpace>
+void check_teams_of_two() {
+  std::uint64_t seed = 9500;
+  const std::vector<GemvOptions> team_options = {
+      {GemvStrategy::team_per_dot, 0, 2, 0},  {GemvStrategy::team_per_dot, 4, 2, 0},
+      {GemvStrategy::partial_rows, 0, 0, 2},  {GemvStrategy::partial_rows, 1, 0, 2},
+      {GemvStrategy::partial_rows, 3, 4, 2},  {GemvStrategy::partial_rows, 16, 16, 2},
+      {GemvStrategy::partial_rows, 1, 2, 2}};
+  for (const GemvOptions& options : team_options) {
+    for (Transpose transpose : {Transpose::no, Transpose::yes}) {
+      SCOPED_TRACE(std::string(kpl::to_string(options.strategy)) + " P " +
+                   std::to_string(options.threads_per_dot) + " M' " +
+                   std::to_string(options.rows_per_team) + " team " +
+                   std::to_string(options.team_size) + (transpose == Transpose::no ? " N" : " T"));
+      const Shape tall = transpose == Transpose::no ? Shape{37, 1003} : Shape{1003, 37};
+      const Shape wide = transpose == Transpose::no ? Shape{5, 4099} : Shape{4099, 5};
+      for (const Shape& shape : {tall, wide}) {
+        // Dot products along memory: LayoutRight for op N, LayoutLeft for op T.
+        if (transpose == Transpose::no) {
+          run_case<ExecutionSpace, double, Kokkos::LayoutRight, Kokkos::LayoutRight>(
+              Layout::right, shape, transpose, 1.0, 0.5, options, seed++);
+          run_case<ExecutionSpace, float, Kokkos::LayoutRight, Kokkos::LayoutRight>(
+              Layout::right, shape, transpose, -0.75, 0.0, options, seed++);
+        } else {
+          run_case<ExecutionSpace, double, Kokkos::LayoutLeft, Kokkos::LayoutLeft>(
+              Layout::left, shape, transpose, 1.0, 0.5, options, seed++);
+          run_case<ExecutionSpace, float, Kokkos::LayoutLeft, Kokkos::LayoutLeft>(
+              Layout::left, shape, transpose, -0.75, 0.0, options, seed++);
+        }
+      }
+      // Strided data: team_per_dot's element-wise lanes.
+      run_case<ExecutionSpace, double, Kokkos::LayoutStride, Kokkos::LayoutStride>(
+          Layout::strided, {300, 41}, transpose, 1.0, 0.5, options, seed++);
+    }
+  }
+}
+
+KPL_EXECUTION_SPACE_TEST(Gemv, TeamsOfTwo) { check_teams_of_two<TypeParam>(); }
 
 // One workspace across many calls of different shapes and segment counts:
 // the partial-rows kernels' partial sums and arrival counters must be left
