@@ -89,6 +89,8 @@ def main():
                         help="mutant files (default: scripts/mutations/*.txt)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per test run")
     parser.add_argument("--only", help="run only mutants whose name contains this text")
+    parser.add_argument("--list", action="store_true",
+                        help="check that every mutant applies, list them, build nothing")
     args = parser.parse_args()
     files = args.files or sorted((ROOT / "scripts" / "mutations").glob("*.txt"))
     mutants = [m for f in files for m in parse(f)]
@@ -96,6 +98,11 @@ def main():
         mutants = [m for m in mutants if args.only in m["mutant"]]
     for mutant in mutants:
         check_unique(mutant)
+    if args.list:
+        for mutant in mutants:
+            print(f"{mutant['mutant']:<44} {mutant['target']:<24} {mutant['file']}")
+        print(f"{len(mutants)} mutants")
+        return 0
 
     for target in sorted({m["target"] for m in mutants}):
         ok, log = build(args.build_dir, target)

@@ -350,6 +350,9 @@ TEST(Hdf5Rows, StreamsBlocksOfRowsBothWays) {
                                      {"/cube", "rows 6", "do not fit", "[7, 2, 3]"});
     output.commit();
   }
+  // commit() closed the file for good: no dataset, group or file handle of
+  // kpl's is left open (one would keep the file open after its rename).
+  EXPECT_EQ(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
   const InputFile input(path);
   const auto whole = input.read<double, 3>("/cube");
   for (std::size_t i = 0; i < 7; ++i)

@@ -8,6 +8,7 @@
 #include <kpl/config.hpp>
 #include <kpl/impl/kokkos_compat.hpp>
 #include <kpl/error.hpp>
+#include <kpl/hdf5_io.hpp>
 #include <kpl/resources.hpp>
 
 #include <iostream>
@@ -104,6 +105,7 @@ int parse(CLI::App& app, const std::vector<std::string>& arguments) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kpl::hdf5::leave_files_to_the_system_at_exit();
   install_interrupt_handlers();
   set_environment_defaults();
   const auto arguments = split_arguments(argc, argv);

@@ -183,3 +183,9 @@ std::size_t element_count(const std::vector<std::size_t>& extents) {
 }
 
 }  // namespace kpl::hdf5::impl
+
+namespace kpl::hdf5 {
+
+void leave_files_to_the_system_at_exit() { H5dont_atexit(); }
+
+}  // namespace kpl::hdf5

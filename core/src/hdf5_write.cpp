@@ -109,6 +109,12 @@ std::int64_t create_raw(const std::string& path, std::int64_t file, bool committ
   return set;
 }
 
+void create_empty_raw(const std::string& path, std::int64_t file, bool committed,
+                      const std::string& dataset, element_type type,
+                      const std::vector<std::size_t>& extents) {
+  Handle set(create_raw(path, file, committed, dataset, type, extents), H5Dclose);
+}
+
 void write_raw(const std::string& path, std::int64_t file, bool committed,
                const std::string& dataset, element_type type, const void* data,
                const std::vector<std::size_t>& extents) {

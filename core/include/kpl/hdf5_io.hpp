@@ -24,6 +24,14 @@ template <class T, int Rank>
 using HostArray =
     Kokkos::View<typename impl::add_rank<T, Rank>::type, Kokkos::LayoutRight, Kokkos::HostSpace>;
 
+// For programs, first thing in main(): HDF5 then leaves open files to the
+// operating system at exit instead of closing them. kpl's outputs need no
+// closing at exit (commit() closes, checks and renames them; an abandoned one
+// is deleted), and HDF5 1.10 crashes at exit closing a file whose close
+// already failed (a disk that filled up). Not for libraries: a program's own
+// files left open would no longer be flushed at exit.
+void leave_files_to_the_system_at_exit();
+
 // What a read requires of the values, beyond type and rank.
 struct ReadRequirements {
   bool finite = false;       // reject NaN and +-Inf (floating types only)

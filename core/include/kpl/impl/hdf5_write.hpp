@@ -20,6 +20,12 @@ namespace impl {
 std::int64_t create_raw(const std::string& path, std::int64_t file, bool committed,
                         const std::string& dataset, element_type type,
                         const std::vector<std::size_t>& extents);
+// Creates the dataset and closes it again: an open dataset handle would keep
+// the file open past commit()'s H5Fclose, so its data could reach the disk
+// only after the file was renamed into place.
+void create_empty_raw(const std::string& path, std::int64_t file, bool committed,
+                      const std::string& dataset, element_type type,
+                      const std::vector<std::size_t>& extents);
 void write_raw(const std::string& path, std::int64_t file, bool committed,
                const std::string& dataset, element_type type, const void* data,
                const std::vector<std::size_t>& extents);
@@ -100,7 +106,7 @@ void OutputFile::write_rows(const std::string& dataset, std::size_t first_row, c
 template <class T>
 void OutputFile::create_dataset(const std::string& dataset,
                                 const std::vector<std::size_t>& extents) {
-  impl::create_raw(path_, file_, committed_, dataset, impl::element_type_of<T>(), extents);
+  impl::create_empty_raw(path_, file_, committed_, dataset, impl::element_type_of<T>(), extents);
 }
 
 }  // namespace kpl::hdf5

@@ -9,7 +9,7 @@
 
 #include <kpl/impl/nnls_storage.hpp>
 #include <kpl/impl/nnls_team_ops.hpp>
-#include <kpl/impl/reduce_kernels.hpp>
+#include <kpl/reduce.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -9,7 +9,7 @@
 #include <kpl/impl/nnls_storage.hpp>
 #include <kpl/impl/nnls_team_solve.hpp>
 #include <kpl/impl/power_of_two.hpp>
-#include <kpl/impl/reduce_kernels.hpp>
+#include <kpl/reduce.hpp>
 #include <kpl/nnls_options.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -4,7 +4,7 @@
 // vector lanes reduce several columns against one row vector at once.
 #pragma once
 
-#include <kpl/impl/reduce_kernels.hpp>
+#include <kpl/reduce.hpp>
 #include <kpl/reduce.hpp>
 
 #include <Kokkos_Core.hpp>
