@@ -4,6 +4,7 @@
 #include "command.hpp"
 #include "interrupts.hpp"
 #include "kokkos_session.hpp"
+#include "process_session.hpp"
 
 #include <kpl/config.hpp>
 #include <kpl/impl/kokkos_compat.hpp>
@@ -20,27 +21,44 @@ namespace {
 
 using namespace kpl::cli;
 
+// The message of an error, printed by rank 0 when every rank failed alike,
+// else by the rank that failed alone (which then ends all: abort()).
+void report(const ProcessSession& session, const std::string& message) {
+  if (session.is_root() || !kpl::impl::last_failure_agreed()) std::cerr << message << "\n";
+}
+
 // Runs `work`, turning kpl's exceptions into a message and an exit status.
 template <class Work>
-int guarded(Work&& work) {
+int statused(const ProcessSession& session, Work&& work) {
   try {
     return work();
   } catch (const std::invalid_argument& error) {  // usage_error and impossible options
-    std::cerr << "kpl: " << error.what() << "\n";
+    report(session, std::string("kpl: ") + error.what());
     return exit_usage;
   } catch (const kpl::input_error& error) {
-    std::cerr << "kpl: bad input: " << error.what() << "\n";
+    report(session, std::string("kpl: bad input: ") + error.what());
     return exit_bad_input;
   } catch (const kpl::resource_error& error) {
-    std::cerr << "kpl: " << error.what() << "\n";
+    report(session, std::string("kpl: ") + error.what());
     return exit_failure;
   } catch (const std::bad_alloc&) {
-    std::cerr << "kpl: out of memory\n";
+    report(session, "kpl: out of memory");
     return exit_failure;
   } catch (const std::exception& error) {
-    std::cerr << "kpl: error: " << error.what() << "\n";
+    report(session, std::string("kpl: error: ") + error.what());
     return exit_failure;
   }
+}
+
+// statused(), and on several processes an error of one rank alone ends
+// every rank (the others may be waiting for it in a collective call).
+template <class Work>
+int guarded(const ProcessSession& session, Work&& work) {
+  const int status = statused(session, std::forward<Work>(work));
+  if (status != exit_success && !session.group().is_single() &&
+      !kpl::impl::last_failure_agreed())
+    session.abort(status);
+  return status;
 }
 
 void describe_root(CLI::App& app) {
@@ -106,11 +124,13 @@ int parse(CLI::App& app, const std::vector<std::string>& arguments) {
 
 int main(int argc, char** argv) {
   kpl::hdf5::leave_files_to_the_system_at_exit();
+  const ProcessSession session(argc, argv);  // MPI (under a launcher) before Kokkos
+  set_current_session(&session);
   install_interrupt_handlers();
   set_environment_defaults();
   const auto arguments = split_arguments(argc, argv);
   if (arguments.kokkos_help)  // Kokkos' own help, on stdout, with or without a command
-    return guarded([&] {
+    return guarded(session, [&] {
       KokkosSession kokkos(checked_kokkos_arguments(arguments.kokkos), /*quiet_stdout=*/false);
       return int(exit_success);
     });
@@ -129,9 +149,18 @@ int main(int argc, char** argv) {
   commands.push_back(add_simulate_deconv_command(*simulate));
   commands.push_back(add_simulate_gam_command(*simulate));
 
-  if (const int status = parse(app, arguments.kpl); status >= 0) return status;
-  return guarded([&] {
-    const auto kokkos_arguments = checked_kokkos_arguments(arguments.kokkos);
+  {
+    // Every rank parses alike; rank 0 alone says what is wrong.
+    std::streambuf* const saved = std::cerr.rdbuf();
+    if (!session.is_root()) std::cerr.rdbuf(nullptr);
+    const int status = parse(app, arguments.kpl);
+    std::cerr.rdbuf(saved);
+    std::cerr.clear();
+    if (status >= 0) return status;
+  }
+  return guarded(session, [&] {
+    const auto kokkos_arguments =
+        session.for_this_rank(checked_kokkos_arguments(arguments.kokkos));
     KokkosSession kokkos(kokkos_arguments);
     for (const auto& command : commands)
       if (command.app->parsed()) return command.run();

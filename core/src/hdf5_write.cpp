@@ -75,13 +75,28 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   }
 }
 
+OutputFile::OutputFile(std::string path, const SharedOutput& shared)
+    : path_(std::move(path)), shared_(true), leader_(shared.leader) {
+  QuietErrors quiet;
+  require_writable_target(path_);
+  partial_path_ = shared.partial_path;
+  registration_ = register_partial(partial_path_);
+  file_ = H5Fcreate(partial_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, shared.file_access);
+  if (file_ < 0) {
+    unregister_partial(registration_);
+    registration_ = -1;
+    throw input_error("cannot write " + in_quotes(path_) + ": cannot create " +
+                      in_quotes(partial_path_) + " (" + std::strerror(errno) + ")");
+  }
+}
+
 OutputFile::~OutputFile() {
   if (!committed_) close_and_remove();
 }
 
 void OutputFile::close_and_remove() noexcept {
   QuietErrors quiet;
-  if (file_ >= 0) H5Fclose(file_);
+  if (file_ >= 0 && !shared_) H5Fclose(file_);  // shared: see the class comment
   file_ = -1;
   std::error_code ignored;
   if (!partial_path_.empty()) std::filesystem::remove(partial_path_, ignored);
@@ -121,7 +136,7 @@ void write_raw(const std::string& path, std::int64_t file, bool committed,
   QuietErrors quiet;
   const std::string where = "cannot write " + in_quotes(path) + ": dataset " + absolute(dataset);
   Handle set(create_raw(path, file, committed, dataset, type, extents), H5Dclose);
-  if (element_count(extents) > 0 &&
+  if (data != nullptr && element_count(extents) > 0 &&
       H5Dwrite(set.get(), memory_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
     throw runtime_error(where + " could not be written (disk full?)");
   }
@@ -250,6 +265,12 @@ void OutputFile::commit() {
     throw runtime_error("cannot write " + in_quotes(path_) + ": closing the HDF5 file failed");
   }
   file_ = -1;
+  if (!leader_) {  // the leader renames; kpl's MPI layer agrees on the outcome
+    unregister_partial(registration_);
+    registration_ = -1;
+    committed_ = true;
+    return;
+  }
   // The target may have changed since the run began: never replace anything
   // but a regular file.
   const std::string kind = file_kind(path_, /*follow=*/false);

@@ -112,13 +112,32 @@ std::vector<std::string> remove_stale_partials(const std::string& output);
 // Async-signal-safe: for a program's SIGINT/SIGTERM/SIGHUP handler.
 void remove_uncommitted_outputs() noexcept;
 
+// How several processes open one OutputFile together (kpl's MPI layer,
+// kpl/process_group.hpp; core/ itself knows no MPI): an HDF5 file-access
+// property list (an hid_t, MPI-IO) that the caller made and keeps open, the
+// partial file's name every process agreed on, and whether this process is
+// the one that writes whole datasets and renames the file (rank 0).
+struct SharedOutput {
+  std::int64_t file_access = -1;
+  std::string partial_path;
+  bool leader = false;
+};
+
 // An HDF5 file being written: its target checked (require_writable_target),
 // everything goes to "<path>.partial-<pid>", which commit() closes and renames
 // to <path>; destruction before commit() removes it, as does
 // remove_uncommitted_outputs().
+//
+// Shared by several processes (SharedOutput): every call is collective
+// (same order, same arguments) except write_rows(), each process writing its
+// own rows; write() stores the leader's data. commit() closes on all and
+// renames on the leader. Destroyed uncommitted, every process unlinks the
+// partial file but leaves the HDF5 file to be closed at MPI_Finalize (a
+// collective close here could wait forever for a process that failed alone).
 class OutputFile {
  public:
   explicit OutputFile(std::string path);
+  OutputFile(std::string path, const SharedOutput& shared);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
@@ -156,6 +175,8 @@ class OutputFile {
   std::int64_t file_ = -1;  // hid_t
   int registration_ = -1;   // slot in the list remove_uncommitted_outputs() clears
   bool committed_ = false;
+  bool shared_ = false;     // opened by several processes (SharedOutput)
+  bool leader_ = true;      // writes whole datasets and renames
 };
 
 }  // namespace kpl::hdf5

@@ -26,6 +26,7 @@ std::int64_t create_raw(const std::string& path, std::int64_t file, bool committ
 void create_empty_raw(const std::string& path, std::int64_t file, bool committed,
                       const std::string& dataset, element_type type,
                       const std::vector<std::size_t>& extents);
+// data == nullptr: creates the dataset only (a shared file's other processes).
 void write_raw(const std::string& path, std::int64_t file, bool committed,
                const std::string& dataset, element_type type, const void* data,
                const std::vector<std::size_t>& extents);
@@ -80,9 +81,14 @@ void OutputFile::write(const std::string& dataset, const View& view) {
   const auto extents = impl::extents_of(view);
   if constexpr (std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) {
     if (view.span_is_contiguous()) {
-      impl::write_raw(path_, file_, committed_, dataset, type, view.data(), extents);
+      impl::write_raw(path_, file_, committed_, dataset, type, leader_ ? view.data() : nullptr,
+                      extents);
       return;
     }
+  }
+  if (!leader_) {
+    impl::write_raw(path_, file_, committed_, dataset, type, nullptr, extents);
+    return;
   }
   const auto row_major = impl::row_major_copy(dataset, view);
   impl::write_raw(path_, file_, committed_, dataset, type, row_major.data(), extents);
