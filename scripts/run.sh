@@ -2,7 +2,8 @@
 # Quick start, command 1: install what is missing, build, and run kpl's job on
 # the inputs shipped in inputs/: `kpl info`, the self-check of the kernels on
 # every enabled backend, batched NNLS, the waveform deconvolution and a boosted
-# GAM (fit, predict, and a plot of its partial effects).
+# GAM (fit, predict, and a plot of its partial effects); with MPI, the
+# deconvolution and the GAM fit again on two ranks.
 # Settings: see scripts/common_build.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common_build.sh"
@@ -27,4 +28,15 @@ if [ -n "$plot_python" ]; then
     --output "$KPL_BUILD_DIR/gam_small_effects.png"
 else
   echo "python3 with h5py and matplotlib not found: partial-effect plot skipped"
+fi
+# The same deconvolution and GAM fit on two MPI ranks, when kpl was built with
+# MPI (KPL_ENABLE_MPI): one output file, the same datasets. OpenMPI refuses
+# root unless told; the variables are set for these two commands only.
+if grep -q '^KPL_ENABLE_MPI:BOOL=ON' "$KPL_BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+  mpi_env=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+           OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1 OMP_PROC_BIND=false)
+  "${mpi_env[@]}" mpiexec -n 2 "$kpl" deconv --input "$kpl_root/inputs/deconv_lvis_small.h5" \
+    --output "$KPL_BUILD_DIR/deconv_lvis_small_x_2ranks.h5"
+  "${mpi_env[@]}" mpiexec -n 2 "$kpl" gam fit --input "$kpl_root/inputs/gam_small.h5" \
+    --output "$KPL_BUILD_DIR/gam_small_model_2ranks.h5"
 fi

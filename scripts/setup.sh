@@ -8,7 +8,9 @@
 #   Benchmark, CLI11 and OpenBLAS, and Python 3 with matplotlib, h5py, NumPy
 #   and pytest for the perf suite's runner and plots (perf/run_suite.py), the
 #   GAM's partial-effect plots (scripts/plot_gam_effects.py) and the
-#   hostile-input tests (tests/hostile); installed only where missing.
+#   hostile-input tests (tests/hostile); OpenMPI 4.1 and the parallel HDF5
+#   built on it (libhdf5-openmpi-dev, beside the serial one) for kpl's MPI
+#   layer; installed only where missing.
 # - Kokkos: a caller's install is used as it is (Kokkos_ROOT, and
 #   KokkosKernels_ROOT when Kokkos Kernels lives elsewhere). Without one,
 #   Kokkos and Kokkos Kernels 3.4.01 are built with Serial and OpenMP from
@@ -31,7 +33,8 @@ kpl_as_root() {
 
 KPL_DEBIAN_PACKAGES=(g++ cmake ninja-build pkg-config libhdf5-dev libgtest-dev libgmock-dev
                      libbenchmark-dev libcli11-dev libopenblas-dev python3 python3-matplotlib
-                     python3-h5py python3-numpy python3-pytest)
+                     python3-h5py python3-numpy python3-pytest
+                     libopenmpi-dev openmpi-bin libhdf5-openmpi-dev)
 
 kpl_install_packages() {
   local missing=() package

@@ -1,6 +1,7 @@
 // `kpl info`: versions, backends, concurrency, the GPU.
 #include "command.hpp"
 #include "options.hpp"
+#include "process_session.hpp"
 
 #include <kpl/info.hpp>
 
@@ -15,6 +16,9 @@ Command add_info_command(CLI::App& root) {
       "execution space and its concurrency, and the GPU if there is one");
   return {app, [] {
             std::cout << format_info(collect_info());
+            if (!processes().is_single())
+              std::cout << "  this run                 " << processes().size()
+                        << " MPI ranks (this is rank 0)\n";
             return int(exit_success);
           }};
 }

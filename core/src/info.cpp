@@ -16,6 +16,7 @@ Info collect_info() {
   for_each_execution_space(
       [&](auto tag) { info.enabled_backends.emplace_back(decltype(tag)::type::name()); });
   info.default_execution_space = Kokkos::DefaultExecutionSpace::name();
+  info.mpi_layer = KPL_HAS_MPI != 0;
   info.default_concurrency = Kokkos::DefaultExecutionSpace().concurrency();
   info.host_concurrency = Kokkos::DefaultHostExecutionSpace().concurrency();
 #ifdef KOKKOS_ENABLE_CUDA
@@ -44,6 +45,9 @@ std::string format_info(const Info& info) {
   out << "  default execution space  " << info.default_execution_space << " (concurrency "
       << info.default_concurrency << ")\n";
   out << "  host execution space     concurrency " << info.host_concurrency << "\n";
+  out << "  MPI layer                "
+      << (info.mpi_layer ? "yes (mpiexec -n R kpl ...; parallel HDF5)" : "no (KPL_ENABLE_MPI=OFF)")
+      << "\n";
   if (info.device) {
     const auto& device = *info.device;
     out << "  device                   " << device.name << ", compute capability "

@@ -24,6 +24,7 @@ struct Info {
   std::string kokkos_kernels_version;
   std::vector<std::string> enabled_backends;  // execution spaces, e.g. Serial, OpenMP, Cuda
   std::string default_execution_space;
+  bool mpi_layer = false;  // built with KPL_ENABLE_MPI (kpl/mpi.hpp, parallel HDF5)
   int default_concurrency = 0;       // of the default execution space
   int host_concurrency = 0;          // of the default host execution space
   std::optional<DeviceInfo> device;  // the GPU Kokkos uses, when it has one
