@@ -54,8 +54,11 @@ endif()
 # A wrapper the user names (-DHDF5_C_COMPILER_EXECUTABLE=... at the first
 # configure) wins; otherwise the one matching KPL_ENABLE_MPI. FindHDF5 caches
 # the libraries it found: switching KPL_ENABLE_MPI needs a fresh build tree.
+# An HDF5_ROOT the user gives is followed as FindHDF5 follows it.
 if(DEFINED CACHE{HDF5_C_COMPILER_EXECUTABLE} AND NOT DEFINED CACHE{kpl_hdf5_wrapper_seen})
   set(kpl_user_hdf5_wrapper ${HDF5_C_COMPILER_EXECUTABLE} CACHE INTERNAL "")
+elseif(HDF5_ROOT OR DEFINED ENV{HDF5_ROOT})
+  set(kpl_user_hdf5_wrapper "HDF5_ROOT")
 endif()
 set(kpl_hdf5_wrapper_seen ON CACHE INTERNAL "")
 option(KPL_ENABLE_MPI "Build kpl's MPI layer (needs MPI and parallel HDF5)" ${kpl_mpi_default})

@@ -5,6 +5,8 @@
 #include <kpl/impl/kokkos_compat.hpp>
 #include <kpl/resources.hpp>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +34,20 @@ bool launched_by_mpi() {
 #endif
 
 }  // namespace
+
+// The host threads of one rank: the CPUs the launcher bound it to (OpenMPI
+// binds small jobs to one core per rank: more threads would share it), else
+// the node's hardware threads shared among its ranks.
+int ProcessSession::threads_for_rank() const {
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    const int bound = CPU_COUNT(&allowed);
+    if (bound > 0 && bound < hardware) return bound;
+  }
+  return std::max(1, hardware / node_size_);
+}
 
 ProcessSession::ProcessSession(int& argc, char**& argv) {
   group_ = &single_process();
@@ -80,10 +96,7 @@ std::vector<std::string> ProcessSession::for_this_rank(std::vector<std::string> 
   const int gpus = gpu_count();
   if (gpus > 0 && !device_named)
     arguments.push_back("--kokkos-device-id=" + std::to_string(node_rank_ % gpus));
-  if (!threads_named) {
-    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    arguments.push_back(compat::host_threads_argument(std::max(1, hardware / node_size_)));
-  }
+  if (!threads_named) arguments.push_back(compat::host_threads_argument(threads_for_rank()));
   return arguments;
 }
 

@@ -24,10 +24,11 @@ class ProcessSession {
   bool is_root() const { return group_->rank() == 0; }
 
   // Kokkos' arguments for this rank under MPI: --kokkos-device-id=<node-local
-  // rank % GPUs> when there are GPUs and the user named no device, and the
-  // node's hardware threads shared among its ranks when neither
-  // OMP_NUM_THREADS nor a thread count was given (else every rank would start
-  // a thread per core).
+  // rank % GPUs> when there are GPUs and the user named no device, and, when
+  // neither OMP_NUM_THREADS nor a thread count was given, as many host
+  // threads as CPUs the launcher bound the rank to, or the node's hardware
+  // threads shared among its ranks (else every rank would start a thread per
+  // core).
   std::vector<std::string> for_this_rank(std::vector<std::string> kokkos_arguments) const;
 
   // Ends every rank with `status` after an error of this rank alone (the
@@ -35,6 +36,8 @@ class ProcessSession {
   [[noreturn]] void abort(int status) const;
 
  private:
+  int threads_for_rank() const;
+
   std::unique_ptr<ProcessGroup> owned_;
   const ProcessGroup* group_ = nullptr;
   int node_rank_ = 0, node_size_ = 1;
