@@ -199,13 +199,17 @@ TEST(GamAcrossRanks, DataChecksAreGlobal) {
   World world;
   if (world.size == 1) GTEST_SKIP() << "needs two ranks";
   auto data = simulated();
-  const auto first = kpl::row_block(world.group, data.y.extent(0));
-  for (std::int64_t i = 0; i < first.count; ++i) data.X(i, 2) = 0.25;
-  for (std::size_t i = 0; i < data.y.extent(0); ++i)
-    data.y(i) = std::int64_t(i) < first.count ? 0 : (data.y(i) > 7 ? 1 : 0);
+  const std::int64_t n = data.y.extent(0);
+  const std::int64_t rank0_rows = (n + world.size - 1) / world.size;  // kpl::row_block's
+  for (std::int64_t i = 0; i < rank0_rows; ++i) data.X(i, 2) = 0.25;
+  for (std::int64_t i = 0; i < n; ++i) data.y(i) = i < rank0_rows ? 0 : (data.y(i) > 7 ? 1 : 0);
   auto options = short_fit();
   options.family = kpl::GamFamily::binomial;
-  fit_both(world, data, options, kpl::row_block(world.group, data.y.extent(0)));
+  if (world.rank == 0) {  // alone, rank 0's rows are refused
+    const auto [X0, y0] = rows_of<double>(data, 0, rank0_rows);
+    EXPECT_THROW(kpl::fit_gam(Space(), X0, y0, options), kpl::input_error);
+  }
+  fit_both(world, data, options);
 }
 
 TEST(GamAcrossRanks, CrossValidationMatchesOneProcess) {

@@ -131,9 +131,12 @@ class GamBooster {
   void allocate_run(Run& run);
   void begin_boosting(Run& run);
   void iterate(Run& run, int m);
+  void select_and_step(Run& run, int m);
   void iterate_gram(Run& run, int m);
   void iterate_dense(Run& run, int m);
   void compute_gradient_products();
+  void products_from_rows();
+  Vector gradient_products() const { return c_; }
   template <class View>
   void sum_over_processes(const View& values) {
     reduction_seconds_ += gam_sum_over(*group_, space_, values);

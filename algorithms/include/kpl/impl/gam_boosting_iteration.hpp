@@ -151,9 +151,17 @@ void GamBooster<ExecutionSpace, T>::allocate_run(Run& run) {
                      (run.slots + 1) * learners_ * block);  // + 1: the block of an uncached s
 }
 
-// c = B^T u, from the compact basis or through kpl::gemv on the dense one.
+// c = B^T u over the group's rows.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::compute_gradient_products() {
+  products_from_rows();
+  sum_over_processes(c_);
+}
+
+// c = B^T u over this process's rows, from the compact basis or through
+// kpl::gemv on the dense one.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::products_from_rows() {
   if (options_.basis != GamBasis::dense) {
     kpl::transpose_product(space_, basis_, u_, c_, &product_workspace_);
   } else if constexpr (std::is_same_v<T, double>) {
@@ -164,7 +172,6 @@ void GamBooster<ExecutionSpace, T>::compute_gradient_products() {
          options_.gemv);
     convert(c_, c_low_);
   }
-  sum_over_processes(c_);
 }
 
 // f = offset + sum_j B_j coefficients_j, then u and the exact risk.
@@ -187,6 +194,12 @@ void GamBooster<ExecutionSpace, T>::refresh(const ConstVector& weights, double o
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::iterate(Run& run, int m) {
   if (run.mode != GamMode::gram) compute_gradient_products();
+  select_and_step(run, m);
+}
+
+// Iteration m once c is the group's.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
   gam_scores(space_, learners_, k_, c_, reduction_, scores_);
   gam_select(space_, learners_, scores_, run.selected, m, current_);
   if (run.mode == GamMode::gram) {

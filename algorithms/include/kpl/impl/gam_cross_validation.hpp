@@ -49,6 +49,25 @@ Kokkos::View<double*, typename ExecutionSpace::memory_space> gam_fold_weights(
   return weights;
 }
 
+// Every fold's c = B^T u (products_from_rows) summed over the group in one
+// exchange, rather than one per fold.
+template <class Booster>
+void gam_sum_fold_products(const ProcessGroup& group, std::vector<Booster>& boosters) {
+  if (group.is_single()) return;
+  const std::int64_t size = boosters.front().gradient_products().size();
+  Kokkos::View<double*, Kokkos::HostSpace> host(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::fold_products"),
+      size * boosters.size());
+  const auto part = [&](std::size_t fold) {
+    return Kokkos::subview(host, std::make_pair(fold * size, (fold + 1) * size));
+  };
+  for (std::size_t fold = 0; fold < boosters.size(); ++fold)
+    Kokkos::deep_copy(part(fold), boosters[fold].gradient_products());
+  group.sum(host.data(), static_cast<std::int64_t>(host.size()));
+  for (std::size_t fold = 0; fold < boosters.size(); ++fold)
+    Kokkos::deep_copy(boosters[fold].gradient_products(), part(fold));
+}
+
 // best_mstop: the first m of the least mean over folds of risk[fold, m].
 inline int gam_best_mstop(const std::vector<double>& risk, int folds, int mstop) {
   double best = 0;
@@ -88,8 +107,11 @@ GamCrossValidation cross_validate_gam(const ExecutionSpace& space, const XView& 
     boosters.emplace_back(shared, instances[fold]);
     runs.push_back(boosters.back().start(weights, mstop, GamMode::direct, nullptr));
   }
-  for (int m = 0; m < mstop; ++m)
-    for (int fold = 0; fold < folds; ++fold) boosters[fold].iterate(runs[fold], m);
+  for (int m = 0; m < mstop; ++m) {
+    for (int fold = 0; fold < folds; ++fold) boosters[fold].products_from_rows();
+    gam_sum_fold_products(group, boosters);
+    for (int fold = 0; fold < folds; ++fold) boosters[fold].select_and_step(runs[fold], m);
+  }
   GamCrossValidation result;
   result.folds = folds;
   result.risk.assign(static_cast<std::size_t>(folds) * (mstop + 1), 0.0);
