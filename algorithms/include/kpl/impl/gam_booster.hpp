@@ -91,11 +91,13 @@ class GamBooster {
     Kokkos::Timer timer;
     check_shapes(X, y);
     gam_check_data(space, X, y, options.family, group);
-    meshes_ = gam_meshes(space, X, k_, options.degree, group);
     // Allocations may fail on one process alone.
     agreed(group, [&] {
       y_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::y"), rows_);
       convert(y_, y);
+    });
+    meshes_ = gam_meshes(space, X, k_, options.degree, group);
+    agreed(group, [&] {
       build_basis(X);
       allocate_state();
       space.fence();
@@ -193,6 +195,15 @@ class GamBooster {
   void penalise(const HostGram& host_gram, GamModel& model) {
     const auto penalties = gam_learner_penalties(host_gram, options_, learners_);
     const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+    agreed(*group_, [&] {
+      if (inverse_.extent(0) == static_cast<std::size_t>(learners_ * block)) return;
+      inverse_ =
+          Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::inverse"),
+                 learners_ * block);
+      reduction_ =
+          Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::reduction"),
+                 learners_ * block);
+    });
     gam_upload_penalties(space_, penalties, block, model, inverse_, reduction_);
   }
 
@@ -201,9 +212,6 @@ class GamBooster {
     const auto uninitialised = [&](const std::string& label) {
       return Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, label);
     };
-    const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
-    inverse_ = Vector(uninitialised("kpl::gam::inverse"), learners_ * block);
-    reduction_ = Vector(uninitialised("kpl::gam::reduction"), learners_ * block);
     f_ = Vector(uninitialised("kpl::gam::f"), rows_);
     u_ = Vector(uninitialised("kpl::gam::u"), rows_);
     c_ = Vector(uninitialised("kpl::gam::c"), learners_ * k_);

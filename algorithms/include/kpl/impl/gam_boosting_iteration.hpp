@@ -98,7 +98,10 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   model.covariates = learners_;
   model.observations = rows_;
   model.meshes = meshes_;
-  agreed(*group_, [&] { allocate_run(run); });  // may fail on one process alone
+  agreed(*group_, [&] {  // an allocation may fail on one process alone
+    run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
+                      learners_ * k_ * k_);
+  });
   kpl::cross_products(space_, basis_, weights, -1, run.gram, &product_workspace_);
   auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.gram);
   if (!group_->is_single()) {
@@ -121,6 +124,7 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
 // f at the offset, u and the risk there; in Gram mode the first c.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::begin_boosting(Run& run) {
+  agreed(*group_, [&] { allocate_run(run); });
   Kokkos::deep_copy(space_, f_, run.model.offset);
   gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
                   ConstVector(y_), run.weights, f_, u_, run.risk_sums, 0);
@@ -137,8 +141,6 @@ template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::allocate_run(Run& run) {
   const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
   const int mstop = run.mstop;
-  run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
-                    learners_ * block);
   run.risk_sums =
       Kokkos::View<RiskSums*, Memory>(Kokkos::view_alloc(space_, "kpl::gam::risk"), mstop + 1);
   run.selected = Kokkos::View<int*, Memory>(Kokkos::view_alloc(space_, "kpl::gam::selected"),
