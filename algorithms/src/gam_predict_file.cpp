@@ -17,7 +17,7 @@ namespace {
 
 using Space = Kokkos::DefaultExecutionSpace;
 using Memory = Space::memory_space;
-using DevicePrediction = Kokkos::View<double*, Memory>;
+using DevicePrediction = Kokkos::View<double*, Kokkos::LayoutRight, Memory>;
 using DevicePartial = Kokkos::View<double**, Kokkos::LayoutRight, Memory>;
 
 // This process's rows of the input: n, p and its block.
@@ -28,8 +28,8 @@ struct PredictionPlan {
 
 // This process's predictions on the host; partial empty unless asked for.
 struct Predictions {
-  DevicePrediction::HostMirror prediction;
-  DevicePartial::HostMirror partial;
+  hdf5::HostArray<double, 1> prediction;
+  hdf5::HostArray<double, 2> partial;
 };
 
 // Checks the input against the model, the output's target and the resources
@@ -78,7 +78,8 @@ Predictions predict_rows(const GamModel& model, const hdf5::HostArray<double, 2>
   DevicePartial partial;
   if (partial_effects) partial = DevicePartial("kpl::gam::partial_effects", n, p);
   predict_gam(space, model, X, prediction, partial);
-  Predictions rows{Kokkos::create_mirror_view(prediction), Kokkos::create_mirror_view(partial)};
+  Predictions rows{Kokkos::create_mirror_view(Kokkos::HostSpace(), prediction),
+                   Kokkos::create_mirror_view(Kokkos::HostSpace(), partial)};
   Kokkos::deep_copy(rows.prediction, prediction);
   for (std::int64_t i = 0; i < n; ++i)
     if (!std::isfinite(rows.prediction(i)))

@@ -72,7 +72,7 @@ struct GamTimings {
   double basis_seconds = 0;      // knots, compact (and dense) basis, B_j^T B_j
   double penalty_seconds = 0;    // lambda search, M_j, R_j, their upload
   double boosting_seconds = 0;   // the iterations
-  double reduction_seconds = 0;  // of the boosting: sums over processes (0 on one)
+  double reduction_seconds = 0;  // of the boosting: in sums over processes, waits included
   // Device memory the fit allocated at its peak, X and y (the caller's) aside.
   std::int64_t device_bytes = 0;
 };
