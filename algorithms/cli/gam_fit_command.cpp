@@ -1,6 +1,7 @@
 // `kpl gam fit`: a boosted GAM (mboost's gamboost with bbs learners).
 #include "command.hpp"
 #include "options.hpp"
+#include "process_session.hpp"
 
 #include <kpl/gam_file.hpp>
 
@@ -33,10 +34,29 @@ GamFitFileOptions fit_options(const GamFitArguments& arguments) {
   return options;
 }
 
+void print_summary(const GamFitSummary& summary, const GamFitFileOptions& options,
+                   const std::string& output) {
+  std::cerr << "kpl gam fit: " << summary.observations << " observations, " << summary.covariates
+            << " covariates, mstop " << summary.mstop;
+  if (options.cv_folds > 0)
+    std::cerr << " (chosen by " << options.cv_folds << "-fold cross-validation in "
+              << summary.cv_seconds << " s)";
+  std::cerr << " on " << Kokkos::DefaultExecutionSpace::name();
+  const int processes = kpl::cli::processes().size();
+  if (processes > 1) std::cerr << " x " << processes << " processes";
+  std::cerr << ": basis " << summary.timings.basis_seconds << " s, lambda search "
+            << summary.timings.penalty_seconds << " s, boosting "
+            << summary.timings.boosting_seconds << " s";
+  if (processes > 1)
+    std::cerr << " (" << summary.timings.reduction_seconds << " s of it summing across processes)";
+  std::cerr << "; final risk " << summary.final_risk << "; wrote " << output << "\n";
+}
+
 int run_gam_fit(const GamFitArguments& arguments) {
   GamFitFileOptions options = fit_options(arguments);
-  // A progress line on a terminal only (stderr, rewritten in place).
-  const bool terminal = isatty(fileno(stderr)) != 0;
+  // A progress line on a terminal only (stderr, rewritten in place), from
+  // the process that prints the summary.
+  const bool terminal = prints_summary() && isatty(fileno(stderr)) != 0;
   if (terminal) {
     const int total = options.gam.mstop;
     options.progress.report = [total](int iteration, double risk) {
@@ -45,18 +65,9 @@ int run_gam_fit(const GamFitArguments& arguments) {
     };
   }
   clean_stale_partials(arguments.output);
-  const auto summary = fit_gam_file(arguments.input, arguments.output, options);
+  const auto summary = fit_gam_file(processes(), arguments.input, arguments.output, options);
   if (terminal) std::cerr << "\n";
-  std::cerr << "kpl gam fit: " << summary.observations << " observations, " << summary.covariates
-            << " covariates, mstop " << summary.mstop;
-  if (options.cv_folds > 0)
-    std::cerr << " (chosen by " << options.cv_folds << "-fold cross-validation in "
-              << summary.cv_seconds << " s)";
-  std::cerr << " on " << Kokkos::DefaultExecutionSpace::name() << ": basis "
-            << summary.timings.basis_seconds << " s, lambda search "
-            << summary.timings.penalty_seconds << " s, boosting "
-            << summary.timings.boosting_seconds << " s; final risk " << summary.final_risk
-            << "; wrote " << arguments.output << "\n";
+  if (prints_summary()) print_summary(summary, options, arguments.output);
   return exit_success;
 }
 

@@ -1,6 +1,7 @@
 // `kpl gam predict`: predictions of a fitted model.
 #include "command.hpp"
 #include "options.hpp"
+#include "process_session.hpp"
 
 #include <kpl/gam_file.hpp>
 
@@ -38,10 +39,11 @@ Command add_gam_predict_command(CLI::App& gam) {
                 "Also write each covariate's f_j(x_j)");
   return {app, [arguments] {
             clean_stale_partials(arguments->output);
-            const auto rows = predict_gam_file(arguments->model, arguments->input,
+            const auto rows = predict_gam_file(processes(), arguments->model, arguments->input,
                                                arguments->output, arguments->partial_effects);
-            std::cerr << "kpl gam predict: " << rows << " predictions; wrote " << arguments->output
-                      << "\n";
+            if (prints_summary())
+              std::cerr << "kpl gam predict: " << rows << " predictions; wrote "
+                        << arguments->output << "\n";
             return int(exit_success);
           }};
 }

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -149,36 +150,109 @@ void write_fit_attributes(const GamOptions& gam, const GamFitSummary& summary,
                          "/risk training risk, first at the offset");
 }
 
-template <class T>
-GamFitSummary fit_in_precision(const hdf5::HostArray<double, 2>& host_X,
-                               const hdf5::HostArray<double, 1>& host_y,
-                               const std::string& input_path, hdf5::OutputFile& output,
-                               const GamFitFileOptions& options) {
+// The timings of the slowest process (the attributes are the same on all).
+GamTimings slowest(const ProcessGroup& group, GamTimings timings) {
+  double seconds[] = {timings.basis_seconds, timings.penalty_seconds, timings.boosting_seconds,
+                      timings.reduction_seconds, double(timings.device_bytes)};
+  group.max(seconds, 5);
+  return {seconds[0], seconds[1], seconds[2], seconds[3], std::int64_t(seconds[4])};
+}
+
+// Cross-validation (if asked for) and the fit over the group's rows; every
+// process ends with the same model and summary.
+template <class XView, class YView>
+GamModel fit_rows(const ProcessGroup& group, const XView& X, const YView& y,
+                  const std::string& input_path, const GamFitFileOptions& options,
+                  GamCrossValidation& cv, GamFitSummary& summary) {
   const Space space;
-  const auto X = to_device<T>(host_X);
-  const auto y = to_device<T>(host_y);
-  GamFitSummary summary;
   summary.observations = X.extent(0);
+  group.sum(&summary.observations, 1);
   summary.covariates = X.extent(1);
   GamOptions gam = options.gam;
-  GamCrossValidation cv;
   if (options.cv_folds > 0) {
     Kokkos::Timer timer;
     cv = with_file_context(input_path, [&] {
-      return cross_validate_gam(space, X, y, gam, options.cv_folds, options.cv_seed);
+      return cross_validate_gam(space, X, y, gam, options.cv_folds, options.cv_seed, group);
     });
     summary.cv_seconds = timer.seconds();
     gam.mstop = cv.best_mstop;
   }
-  const GamModel model = with_file_context(
-      input_path, [&] { return fit_gam(space, X, y, gam, &summary.timings, options.progress); });
+  GamModel model = with_file_context(input_path, [&] {
+    return fit_gam(space, X, y, gam, group, &summary.timings, options.progress);
+  });
   summary.mstop = gam.mstop;
   summary.final_risk = model.risk.back();
   require_finite_fit(model, cv.risk, input_path);
-  write_model_datasets(model, cv, options, output);
-  write_fit_attributes<T>(gam, summary, input_path, output);
-  output.commit();
+  return model;
+}
+
+template <class T>
+GamFitSummary fit_in_precision(const ProcessGroup& group, const hdf5::HostArray<double, 2>& host_X,
+                               const hdf5::HostArray<double, 1>& host_y,
+                               const std::string& input_path, hdf5::OutputFile& output,
+                               const GamFitFileOptions& options) {
+  decltype(to_device<T>(host_X)) X;
+  decltype(to_device<T>(host_y)) y;
+  agreed(group, [&] {
+    X = to_device<T>(host_X);
+    y = to_device<T>(host_y);
+  });
+  GamFitSummary summary;
+  GamCrossValidation cv;
+  const GamModel model =
+      agreed(group, [&] { return fit_rows(group, X, y, input_path, options, cv, summary); });
+  summary.timings = slowest(group, summary.timings);
+  group.max(&summary.cv_seconds, 1);
+  agreed(group, [&] {
+    write_model_datasets(model, cv, options, output);
+    write_fit_attributes<T>(model.options, summary, input_path, output);
+  });
+  agreed(group, [&] { output.commit(); });
   return summary;
+}
+
+// The bytes of this process's rows of a dataset (all of it on one process);
+// input_error if the whole dataset's count overflows.
+std::int64_t block_bytes(const hdf5::InputFile& input, const std::string& dataset,
+                         std::size_t element_size, RowBlock block, std::int64_t rows) {
+  const std::int64_t whole = input.bytes(dataset, element_size);
+  return block.count == rows ? whole : whole / rows * block.count;
+}
+
+// Checks the input's datasets, the output's target and the resources this
+// process's rows need; returns its rows.
+RowBlock plan_fit(const ProcessGroup& group, const hdf5::InputFile& input,
+                  const std::string& output_path, const GamFitFileOptions& options) {
+  const std::string& input_path = input.path();
+  const auto shape = input.shape("/X");
+  if (shape.size() != 2)
+    throw input_error("'" + input_path + "': dataset /X must be [n, p], not of rank " +
+                      std::to_string(shape.size()));
+  if (input.shape("/y").size() != 1)
+    throw input_error("'" + input_path + "': dataset /y must be [n]");
+  hdf5::require_matching_extent(input, "/X", 0, "/y", 0);
+  hdf5::require_distinct(output_path, {input_path});
+  hdf5::require_writable_target(output_path);
+  const std::int64_t n = shape[0], p = shape[1];
+  const RowBlock block = row_block(group, n);
+  const std::int64_t element = options.single_precision ? 4 : 8;
+  const auto bytes = [&](const std::string& dataset, std::size_t size) {
+    return block_bytes(input, dataset, size, block, n);
+  };
+  ResourceNeeds needs;
+  needs.host_bytes =
+      checked_sum({bytes("/X", sizeof(double)), bytes("/X", element), bytes("/y", 16)});
+  needs.device_bytes =
+      checked_sum({bytes("/X", element), bytes("/y", element),
+                   gam_device_bytes(block.count, p, options.gam, element, options.cv_folds)});
+  needs.disk_bytes = checked_sum(
+      {checked_bytes({std::uint64_t(p), std::uint64_t(options.gam.basis_size) + 4}, 8),
+       checked_bytes({std::uint64_t(options.gam.mstop) + 1, std::uint64_t(options.cv_folds) + 2},
+                     8),
+       std::int64_t(1) << 16});
+  needs.disk_directory = hdf5::directory_of(output_path);
+  require_resources("kpl gam fit on '" + input_path + "'", needs);
+  return block;
 }
 
 }  // namespace
@@ -239,40 +313,30 @@ void simulate_gam_file(const GamSimulation& simulation, const std::string& outpu
 
 GamFitSummary fit_gam_file(const std::string& input_path, const std::string& output_path,
                            const GamFitFileOptions& options) {
-  const hdf5::InputFile input(input_path);
-  const auto shape = input.shape("/X");
-  if (shape.size() != 2)
-    throw input_error("'" + input_path + "': dataset /X must be [n, p], not of rank " +
-                      std::to_string(shape.size()));
-  if (input.shape("/y").size() != 1)
-    throw input_error("'" + input_path + "': dataset /y must be [n]");
-  hdf5::require_matching_extent(input, "/X", 0, "/y", 0);
-  hdf5::require_distinct(output_path, {input_path});
-  hdf5::require_writable_target(output_path);
-  const std::int64_t n = shape[0], p = shape[1];
-  const std::int64_t element = options.single_precision ? 4 : 8;
-  ResourceNeeds needs;
-  const std::int64_t X_bytes = input.bytes("/X", sizeof(double));
-  needs.host_bytes = checked_sum({X_bytes, input.bytes("/X", element), input.bytes("/y", 16)});
-  needs.device_bytes =
-      checked_sum({input.bytes("/X", element), input.bytes("/y", element),
-                   gam_device_bytes(n, p, options.gam, element, options.cv_folds)});
-  needs.disk_bytes = checked_sum(
-      {checked_bytes({std::uint64_t(p), std::uint64_t(options.gam.basis_size) + 4}, 8),
-       checked_bytes({std::uint64_t(options.gam.mstop) + 1, std::uint64_t(options.cv_folds) + 2},
-                     8),
-       std::int64_t(1) << 16});
-  needs.disk_directory = hdf5::directory_of(output_path);
-  require_resources("kpl gam fit on '" + input_path + "'", needs);
-  hdf5::OutputFile output(output_path);  // before any work: the target is writable
+  return fit_gam_file(single_process(), input_path, output_path, options);
+}
+
+GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_path,
+                           const std::string& output_path, const GamFitFileOptions& options) {
+  std::optional<hdf5::InputFile> input;
+  const RowBlock block = agreed(group, [&] {
+    input.emplace(input_path);
+    return plan_fit(group, *input, output_path, options);
+  });
+  const auto output = group.create_output(output_path);  // before any work: the target is writable
 
   hdf5::ReadRequirements requirements;
   requirements.finite = true;
   requirements.allow_empty = true;  // fit_gam explains what an empty X lacks
-  const auto X = input.read<double, 2>("/X", requirements);
-  const auto y = input.read<double, 1>("/y", requirements);
-  return options.single_precision ? fit_in_precision<float>(X, y, input_path, output, options)
-                                  : fit_in_precision<double>(X, y, input_path, output, options);
+  hdf5::HostArray<double, 2> X;
+  hdf5::HostArray<double, 1> y;
+  agreed(group, [&] {
+    X = input->read_rows<double, 2>("/X", block.first, block.count, requirements);
+    y = input->read_rows<double, 1>("/y", block.first, block.count, requirements);
+  });
+  return options.single_precision
+             ? fit_in_precision<float>(group, X, y, input_path, *output, options)
+             : fit_in_precision<double>(group, X, y, input_path, *output, options);
 }
 
 // The value of a string attribute that must name one of `values`.
@@ -352,62 +416,6 @@ GamModel read_gam_model(const std::string& model_path) {
       throw input_error(model_path + ": /boundary row " + std::to_string(j) + " is empty");
   }
   return model;
-}
-
-std::int64_t predict_gam_file(const std::string& model_path, const std::string& input_path,
-                              const std::string& output_path, bool partial_effects) {
-  const GamModel model = read_gam_model(model_path);
-  const hdf5::InputFile input(input_path);
-  const auto shape = input.shape("/X");
-  if (shape.size() != 2)
-    throw input_error("'" + input_path + "': dataset /X must be [n, p], not of rank " +
-                      std::to_string(shape.size()));
-  if (static_cast<std::int64_t>(shape[1]) != model.covariates)
-    throw input_error(input_path + ": /X has " + std::to_string(shape[1]) +
-                      " covariates, the model " + model_path + " " +
-                      std::to_string(model.covariates));
-  hdf5::require_distinct(output_path, {model_path, input_path});
-  hdf5::require_writable_target(output_path);
-  const std::int64_t X_bytes = input.bytes("/X", sizeof(double));
-  const std::int64_t rows_bytes = checked_bytes({shape[0]}, sizeof(double));
-  ResourceNeeds needs;
-  needs.host_bytes = checked_sum({X_bytes, rows_bytes, partial_effects ? X_bytes : 0});
-  needs.device_bytes = needs.host_bytes;
-  needs.disk_bytes =
-      checked_sum({rows_bytes, partial_effects ? X_bytes : 0, std::int64_t(1) << 16});
-  needs.disk_directory = hdf5::directory_of(output_path);
-  require_resources("kpl gam predict on '" + input_path + "'", needs);
-  hdf5::OutputFile output(output_path);  // before any work: the target is writable
-
-  hdf5::ReadRequirements requirements;
-  requirements.finite = true;
-  const auto host_X = input.read<double, 2>("/X", requirements);
-  const Space space;
-  const std::int64_t n = host_X.extent(0), p = host_X.extent(1);
-  const auto X = to_device<double>(host_X);
-  Kokkos::View<double*, Memory> prediction("kpl::gam::prediction", n);
-  Kokkos::View<double**, Kokkos::LayoutRight, Memory> partial;
-  if (partial_effects) partial = decltype(partial)("kpl::gam::partial_effects", n, p);
-  predict_gam(space, model, X, prediction, partial);
-  const auto host_prediction = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), prediction);
-  for (std::int64_t i = 0; i < n; ++i)
-    if (!std::isfinite(host_prediction(i)))
-      throw input_error("'" + input_path + "': the prediction for row " + std::to_string(i) +
-                        " of /X is not finite (a covariate far outside the model's training "
-                        "range, extrapolated linearly, overflows)");
-  output.write("/prediction", host_prediction);
-  if (partial_effects)
-    output.write("/partial_effects",
-                 Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), partial));
-  output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
-  output.write_attribute("/", "model", model_path);
-  output.write_attribute("/", "input", input_path);
-  output.write_attribute("/", "scale",
-                         to_string(model.options.family) == "gaussian"
-                             ? "response"
-                             : "link (log-odds for binomial, log mean for poisson)");
-  output.commit();
-  return n;
 }
 
 }  // namespace kpl

@@ -15,12 +15,16 @@
 // Gaussian, Binomial (y in {0, 1}, f the log-odds) and Poisson (f =
 // log(mean)); an mboost Binomial() fit with step nu is kpl's with step
 // 4 nu / ln 2 and half the coefficients (impl/gam_family.hpp says why).
+// Across processes (kpl/process_group.hpp) each passes its own rows, in rank
+// order; sums over rows are summed over the group (impl/gam_processes.hpp).
+// check_gam_options, gam_device_bytes and to_string: impl/gam_options.hpp.
 #pragma once
 
 #include <kpl/bspline.hpp>
 #include <kpl/gam_penalty.hpp>
 #include <kpl/gemv.hpp>
 #include <kpl/impl/gam_family.hpp>
+#include <kpl/process_group.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -31,11 +35,6 @@ namespace kpl {
 
 enum class GamMode { direct, gram };
 enum class GamBasis { compact, dense };
-
-inline std::string to_string(GamMode mode) { return mode == GamMode::direct ? "direct" : "gram"; }
-inline std::string to_string(GamBasis basis) {
-  return basis == GamBasis::compact ? "compact" : "dense";
-}
 
 struct GamOptions {
   int basis_size = 24;  // k: basis functions per covariate (mboost: knots = k - degree - 1)
@@ -70,9 +69,10 @@ struct GamModel {
 };
 
 struct GamTimings {
-  double basis_seconds = 0;     // knots, compact (and dense) basis, B_j^T B_j
-  double penalty_seconds = 0;   // lambda search, M_j, R_j, their upload
-  double boosting_seconds = 0;  // the iterations
+  double basis_seconds = 0;      // knots, compact (and dense) basis, B_j^T B_j
+  double penalty_seconds = 0;    // lambda search, M_j, R_j, their upload
+  double boosting_seconds = 0;   // the iterations
+  double reduction_seconds = 0;  // of the boosting: in sums over processes, waits included
   // Device memory the fit allocated at its peak, X and y (the caller's) aside.
   std::int64_t device_bytes = 0;
 };
@@ -100,44 +100,39 @@ struct GamCrossValidation {
 
 namespace kpl {
 
-// Throws std::invalid_argument for options no data can satisfy.
-inline void check_gam_options(const GamOptions& options) { impl::check_gam_options(options); }
-
-// Device memory a fit of n rows and p covariates takes at its peak, the
-// caller's X and y aside, with `folds` cross-validation boosters beside it
-// (0: none); the basis stored in element_size bytes. -1 if the count
-// overflows. For checking a run against the free memory before it starts.
-inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOptions& options,
-                                     std::int64_t element_size, int folds = 0) {
-  return impl::gam_device_bytes(n, p, options, element_size, folds);
-}
-
 // Fits the model to X [n, p] and y [n] (Views accessible from `space`, any
 // layout, float or double: the precision of the fit). Bad data (n < k, p = 0,
 // a constant covariate, NaN/Inf, y outside the family's support, a df no
 // lambda reaches) throws kpl::input_error; impossible options
-// std::invalid_argument. Nothing is left on the device afterwards.
+// std::invalid_argument. Nothing is left on the device afterwards. With a
+// group, X and y are this process's rows (any number, none included); every
+// process returns the same model or throws the same error.
+template <class ExecutionSpace, class XView, class YView>
+GamModel fit_gam(const ExecutionSpace& space, const XView& X, const YView& y,
+                 const GamOptions& options, const ProcessGroup& group,
+                 GamTimings* timings = nullptr, const GamProgress& progress = {}) {
+  static_assert(XView::rank == 2 && YView::rank == 1, "kpl::fit_gam: X [n, p] and y [n]");
+  impl::GamBooster<ExecutionSpace, impl::gam_scalar_t<XView>> booster(space, X, y, options, group);
+  return booster.fit({}, options.mstop, options.mode, timings, progress);
+}
 template <class ExecutionSpace, class XView, class YView>
 GamModel fit_gam(const ExecutionSpace& space, const XView& X, const YView& y,
                  const GamOptions& options, GamTimings* timings = nullptr,
                  const GamProgress& progress = {}) {
-  static_assert(XView::rank == 2 && YView::rank == 1, "kpl::fit_gam: X [n, p] and y [n]");
-  impl::GamBooster<ExecutionSpace, impl::gam_scalar_t<XView>> booster(space, X, y, options);
-  return booster.fit({}, options.mstop, options.mode, timings, progress);
+  return fit_gam(space, X, y, options, single_process(), timings, progress);
 }
 
 // K-fold cross-validation over iterations 0..options.mstop: fold f holds the
 // rows whose place in a permutation drawn from `seed` is f modulo K; each
 // fold's model is fitted (direct mode) on the other rows with the basis,
-// knots included, of all of them (as mboost's cvrisk reweights one model).
-// The folds share the basis and run side by side, each on its own instance
-// (its own stream on GPUs with Kokkos 4; in order on CPUs), iteration by
-// iteration: no fold waits for another's host round trip.
+// knots included, of all of them (as mboost's cvrisk reweights one model);
+// impl/gam_cross_validation.hpp runs them side by side. With a group, the
+// permutation is of all processes' rows.
 template <class ExecutionSpace, class XView, class YView>
 GamCrossValidation cross_validate_gam(const ExecutionSpace& space, const XView& X, const YView& y,
-                                      const GamOptions& options, int folds,
-                                      std::uint64_t seed = 1) {
-  return impl::cross_validate_gam(space, X, y, options, folds, seed);
+                                      const GamOptions& options, int folds, std::uint64_t seed = 1,
+                                      const ProcessGroup& group = single_process()) {
+  return impl::cross_validate_gam(space, X, y, options, folds, seed, group);
 }
 
 // prediction(i) = offset + sum_j f_j(X(i, j)) on the link scale (the

@@ -1,9 +1,13 @@
 // The boosted GAM's file layer (`kpl gam fit`, `kpl gam predict`, `kpl
-// simulate gam`): HDF5 in and out, on the default execution space.
+// simulate gam`): HDF5 in and out, on the default execution space. With a
+// ProcessGroup every process reads its kpl::row_block of the input's rows,
+// and all write one output file; every process returns the same summary or
+// throws the same error (kpl::agree). Without one: this process alone.
 #pragma once
 
 #include <kpl/gam.hpp>
 #include <kpl/hdf5_io.hpp>
+#include <kpl/process_group.hpp>
 
 #include <cstdint>
 #include <string>
@@ -44,7 +48,7 @@ struct GamFitSummary {
   std::int64_t covariates = 0;
   int mstop = 0;  // iterations of the written model
   double final_risk = 0;
-  GamTimings timings;     // of the final fit
+  GamTimings timings;     // of the final fit (the slowest process's)
   double cv_seconds = 0;  // the cross-validation's fits, if any
 };
 
@@ -53,6 +57,8 @@ struct GamFitSummary {
 // kpl::input_error naming the file; output_path appears only on success.
 GamFitSummary fit_gam_file(const std::string& input_path, const std::string& output_path,
                            const GamFitFileOptions& options);
+GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_path,
+                           const std::string& output_path, const GamFitFileOptions& options);
 
 // A model written by fit_gam_file.
 GamModel read_gam_model(const std::string& model_path);
@@ -61,5 +67,8 @@ GamModel read_gam_model(const std::string& model_path);
 // for the rows of the input's /X. Returns n.
 std::int64_t predict_gam_file(const std::string& model_path, const std::string& input_path,
                               const std::string& output_path, bool partial_effects);
+std::int64_t predict_gam_file(const ProcessGroup& group, const std::string& model_path,
+                              const std::string& input_path, const std::string& output_path,
+                              bool partial_effects);
 
 }  // namespace kpl

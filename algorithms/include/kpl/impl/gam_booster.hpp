@@ -1,6 +1,7 @@
 // The GAM's booster (kpl/gam.hpp): the device state of one fit and its
 // steps: set-up (basis, penalties, offset), the iterations
-// (impl/gam_boosting_iteration.hpp) and the model read back. Part of
+// (impl/gam_boosting_iteration.hpp) and the model read back. It holds this
+// process's rows of the group's (impl/gam_processes.hpp). Part of
 // kpl/gam.hpp, included after its types.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <kpl/impl/gam_family.hpp>
 #include <kpl/impl/gam_options.hpp>
 #include <kpl/impl/gam_penalise.hpp>
+#include <kpl/impl/gam_processes.hpp>
 #include <kpl/impl/gam_risk.hpp>
 #include <kpl/impl/gam_setup.hpp>
 #include <kpl/impl/gam_update_rows.hpp>
@@ -78,20 +80,28 @@ class GamBooster {
     std::int64_t slots = 0, used = 0;
   };
 
+  // X and y: this process's rows of the group's (every process of the group
+  // constructs its booster together).
   template <class XView, class YView>
-  GamBooster(const ExecutionSpace& space, const XView& X, const YView& y, const GamOptions& options)
-      : space_(space), options_(options) {
+  GamBooster(const ExecutionSpace& space, const XView& X, const YView& y, const GamOptions& options,
+             const ProcessGroup& group = single_process())
+      : space_(space), options_(options), group_(&group) {
     static_assert(XView::rank == 2 && YView::rank == 1, "kpl::fit_gam: X [n, p] and y [n]");
-    check_gam_options(options);
+    impl::check_gam_options(options);
     Kokkos::Timer timer;
     check_shapes(X, y);
-    gam_check_data(space, X, y, options.family);
-    y_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::y"), rows_);
-    convert(y_, y);
-    meshes_ = gam_meshes(space, X, k_, options.degree);
-    build_basis(X);
-    allocate_state();
-    space.fence();
+    gam_check_data(space, X, y, options.family, group);
+    // Allocations may fail on one process alone.
+    agreed(group, [&] {
+      y_ = Vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::y"), rows_);
+      convert(y_, y);
+    });
+    meshes_ = gam_meshes(space, X, k_, options.degree, group);
+    agreed(group, [&] {
+      build_basis(X);
+      allocate_state();
+      space.fence();
+    });
     basis_seconds_ = timer.seconds();
   }
 
@@ -101,7 +111,9 @@ class GamBooster {
   GamBooster(const GamBooster& other, const ExecutionSpace& instance)
       : space_(instance),
         options_(other.options_),
+        group_(other.group_),
         rows_(other.rows_),
+        total_rows_(other.total_rows_),
         learners_(other.learners_),
         k_(other.k_),
         basis_seconds_(other.basis_seconds_),
@@ -109,7 +121,7 @@ class GamBooster {
         basis_(other.basis_),
         dense_(other.dense_),
         y_(other.y_) {
-    allocate_state();
+    agreed(*group_, [&] { allocate_state(); });
   }
 
   // The steps of a fit, below and in impl/gam_boosting_iteration.hpp.
@@ -118,28 +130,47 @@ class GamBooster {
   GamModel fit(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings,
                const GamProgress& progress, std::vector<double>* held_out = nullptr);
   Run start(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings);
+  void allocate_run(Run& run);
   void begin_boosting(Run& run);
   void iterate(Run& run, int m);
+  void select_and_step(Run& run, int m);
   void iterate_gram(Run& run, int m);
   void iterate_dense(Run& run, int m);
   void compute_gradient_products();
+  void products_from_rows();
+  Vector gradient_products() const { return c_; }
+  template <class View>
+  void sum_over_processes(const View& values) {
+    reduction_seconds_ += gam_sum_over(*group_, space_, values);
+  }
   template <class CoefficientView, class RiskView>
   void refresh(const ConstVector& weights, double offset, const CoefficientView& coefficients,
                const RiskView& risk_sums, std::int64_t slot);
   void report_progress(const Run& run, int m, const GamProgress& progress);
   GamModel finish(Run& run, std::vector<double>* held_out);
 
+  // n is the group's: the rows of all its processes.
   template <class XView, class YView>
   void check_shapes(const XView& X, const YView& y) {
     rows_ = X.extent(0);
     learners_ = X.extent(1);
     k_ = options_.basis_size;
-    if (static_cast<std::int64_t>(y.extent(0)) != rows_)
-      throw input_error("kpl::fit_gam: X has " + std::to_string(rows_) + " rows, y " +
-                        std::to_string(y.extent(0)) + " values");
+    agreed(*group_, [&] {
+      if (static_cast<std::int64_t>(y.extent(0)) != rows_)
+        throw input_error("kpl::fit_gam: X has " + std::to_string(rows_) + " rows, y " +
+                          std::to_string(y.extent(0)) + " values");
+    });
+    double fewest = learners_, most = learners_;
+    group_->min(&fewest, 1);
+    group_->max(&most, 1);
+    if (fewest != most)
+      throw input_error("kpl::fit_gam: the processes' X have from " +
+                        std::to_string(std::int64_t(fewest)) + " to " +
+                        std::to_string(std::int64_t(most)) + " covariates");
+    total_rows_ = gam_rows(*group_, rows_).total;
     if (learners_ == 0) throw input_error("kpl::fit_gam: X has no covariates (p = 0)");
-    if (rows_ < k_)
-      throw input_error("kpl::fit_gam: " + std::to_string(rows_) +
+    if (total_rows_ < k_)
+      throw input_error("kpl::fit_gam: " + std::to_string(total_rows_) +
                         " observations are fewer than the basis size " + std::to_string(k_));
   }
 
@@ -164,14 +195,15 @@ class GamBooster {
   void penalise(const HostGram& host_gram, GamModel& model) {
     const auto penalties = gam_learner_penalties(host_gram, options_, learners_);
     const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
-    if (inverse_.extent(0) != static_cast<std::size_t>(learners_ * block)) {
+    agreed(*group_, [&] {
+      if (inverse_.extent(0) == static_cast<std::size_t>(learners_ * block)) return;
       inverse_ =
           Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::inverse"),
                  learners_ * block);
       reduction_ =
           Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::reduction"),
                  learners_ * block);
-    }
+    });
     gam_upload_penalties(space_, penalties, block, model, inverse_, reduction_);
   }
 
@@ -238,9 +270,13 @@ class GamBooster {
  private:
   ExecutionSpace space_;
   GamOptions options_;
-  std::int64_t rows_ = 0, learners_ = 0;
+  const ProcessGroup* group_;
+  std::int64_t rows_ = 0;        // this process's
+  std::int64_t total_rows_ = 0;  // the group's
+  std::int64_t learners_ = 0;
   int k_ = 0;
   double basis_seconds_ = 0;
+  double reduction_seconds_ = 0;  // in sum_over_processes, accumulated
   std::vector<BsplineMesh> meshes_;
   CompactBasis<T, Memory> basis_;
   Kokkos::View<T**, Kokkos::LayoutLeft, Memory> dense_;

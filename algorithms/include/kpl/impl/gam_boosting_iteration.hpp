@@ -8,7 +8,9 @@
 //   f += B_s step, u, risk    update_rows (direct mode), or
 //   c_j -= (B_j^T B_s) step   update_cross_products (Gram mode)
 // and only s (Gram and dense modes) or nothing (direct, compact) reaches the
-// host.
+// host. Across processes c (p k numbers) is summed over the group after it is
+// computed from the rows, so that every process selects the same s; in Gram
+// mode also each block B_j^T B_s as it is formed and the risk from the rows.
 //
 // Modes: direct, c = B^T u from the basis every iteration, O(n p (d + 1))
 // with the compact basis or O(n p k) with the dense one through kpl::gemv
@@ -47,11 +49,13 @@ GamModel GamBooster<ExecutionSpace, T>::fit(const ConstVector& weights, int msto
   if (held_out != nullptr && mode != GamMode::direct)
     throw std::invalid_argument("kpl::fit_gam: out-of-fold risks need the direct mode");
   Run run = start(weights, mstop, mode, timings);
+  const bool reporting = gam_on_any(*group_, bool(progress.report));
   Kokkos::Timer boosting_timer, since_report;
+  const double reductions_before = reduction_seconds_;
   for (int m = 0; m < mstop; ++m) {
     iterate(run, m);
-    if (progress.report &&
-        (since_report.seconds() >= progress.interval_seconds || m + 1 == mstop)) {
+    if (reporting && gam_report_due(*group_, since_report.seconds() >= progress.interval_seconds,
+                                    m + 1 == mstop)) {
       report_progress(run, m, progress);
       since_report.reset();
     }
@@ -59,6 +63,7 @@ GamModel GamBooster<ExecutionSpace, T>::fit(const ConstVector& weights, int msto
   GamModel model = finish(run, held_out);
   if (timings) {
     timings->boosting_seconds = boosting_timer.seconds();
+    timings->reduction_seconds = reduction_seconds_ - reductions_before;
     timings->device_bytes = device_bytes(mstop, mode);
   }
   return model;
@@ -72,7 +77,8 @@ void GamBooster<ExecutionSpace, T>::report_progress(const Run& run, int m,
                     Kokkos::View<RiskSums, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&latest),
                     Kokkos::subview(run.risk_sums, m + 1));
   space_.fence();
-  progress.report(m + 1, latest.training);
+  if (run.mode != GamMode::gram && !group_->is_single()) gam_sum_over(*group_, latest);
+  if (progress.report) progress.report(m + 1, latest.training);
 }
 
 // The fit's set-up: B_j^T W B_j, lambda_j, M_j, R_j, the offset, f, u and
@@ -92,13 +98,21 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   model.covariates = learners_;
   model.observations = rows_;
   model.meshes = meshes_;
-  run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
-                    learners_ * k_ * k_);
+  agreed(*group_, [&] {  // an allocation may fail on one process alone
+    run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
+                      learners_ * k_ * k_);
+  });
   kpl::cross_products(space_, basis_, weights, -1, run.gram, &product_workspace_);
   auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.gram);
+  if (!group_->is_single()) {
+    group_->sum(host_gram.data(), static_cast<std::int64_t>(host_gram.size()));
+    // The Gram mode's step reads it on the device (penalise fences).
+    if (mode == GamMode::gram) Kokkos::deep_copy(space_, run.gram, host_gram);
+  }
   const double cross_product_seconds = timer.seconds();
   penalise(host_gram, model);
-  model.offset = gam_offset(space_, y_, weights, options_.family);
+  model.offset = gam_offset(space_, y_, weights, options_.family, *group_);
+  model.observations = total_rows_;
   if (timings) {
     timings->basis_seconds = basis_seconds_ + cross_product_seconds;
     timings->penalty_seconds = timer.seconds() - cross_product_seconds;
@@ -107,10 +121,24 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   return run;
 }
 
-// The run's device arrays, f at the offset, u and the risk there; in Gram
-// mode the cache of cross-product blocks and the first c.
+// f at the offset, u and the risk there; in Gram mode the first c.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::begin_boosting(Run& run) {
+  agreed(*group_, [&] { allocate_run(run); });
+  Kokkos::deep_copy(space_, f_, run.model.offset);
+  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
+                  ConstVector(y_), run.weights, f_, u_, run.risk_sums, 0);
+  // Gram mode: each risk from the previous one (take_step), so it is summed
+  // here and at each refresh; the other modes sum all risks in finish().
+  if (run.mode == GamMode::gram)
+    sum_over_processes(Kokkos::subview(run.risk_sums, std::make_pair(0, 1)));
+  run.slot_of.assign(learners_, -1);
+  if (run.mode == GamMode::gram && run.mstop > 0) compute_gradient_products();
+}
+
+// The run's device arrays; in Gram mode the cache of cross-product blocks.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::allocate_run(Run& run) {
   const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
   const int mstop = run.mstop;
   run.risk_sums =
@@ -119,21 +147,23 @@ void GamBooster<ExecutionSpace, T>::begin_boosting(Run& run) {
                                             std::max(mstop, 1));
   run.coefficients = Kokkos::View<double*, Memory>(
       Kokkos::view_alloc(space_, "kpl::gam::coefficients"), learners_ * k_);
-  Kokkos::deep_copy(space_, f_, run.model.offset);
-  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
-                  ConstVector(y_), run.weights, f_, u_, run.risk_sums, 0);
-  run.slot_of.assign(learners_, -1);
-  if (run.mode == GamMode::gram && mstop > 0) {
-    run.slots = gram_cache_slots(mstop);
-    run.cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
-                       (run.slots + 1) * learners_ * block);  // + 1: the block of an uncached s
-    compute_gradient_products();
-  }
+  if (run.mode != GamMode::gram || mstop <= 0) return;
+  run.slots = gram_cache_slots(mstop);
+  run.cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
+                     (run.slots + 1) * learners_ * block);  // + 1: the block of an uncached s
 }
 
-// c = B^T u, from the compact basis or through kpl::gemv on the dense one.
+// c = B^T u over the group's rows.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::compute_gradient_products() {
+  products_from_rows();
+  sum_over_processes(c_);
+}
+
+// c = B^T u over this process's rows, from the compact basis or through
+// kpl::gemv on the dense one.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::products_from_rows() {
   if (options_.basis != GamBasis::dense) {
     kpl::transpose_product(space_, basis_, u_, c_, &product_workspace_);
   } else if constexpr (std::is_same_v<T, double>) {
@@ -158,6 +188,7 @@ void GamBooster<ExecutionSpace, T>::refresh(const ConstVector& weights, double o
                        AddToRows<Vector, Vector>{f_, Vector(), offset});
   gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
                   ConstVector(y_), weights, f_, u_, risk_sums, slot);
+  sum_over_processes(Kokkos::subview(risk_sums, std::make_pair(slot, slot + 1)));
 }
 
 // Iteration m: asynchronous on the booster's instance, except that the
@@ -165,6 +196,12 @@ void GamBooster<ExecutionSpace, T>::refresh(const ConstVector& weights, double o
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::iterate(Run& run, int m) {
   if (run.mode != GamMode::gram) compute_gradient_products();
+  select_and_step(run, m);
+}
+
+// Iteration m once c is the group's.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
   gam_scores(space_, learners_, k_, c_, reduction_, scores_);
   gam_select(space_, learners_, scores_, run.selected, m, current_);
   if (run.mode == GamMode::gram) {
@@ -196,6 +233,7 @@ void GamBooster<ExecutionSpace, T>::iterate_gram(Run& run, int m) {
     slot = run.used < run.slots ? run.used++ : run.slots;
     if (slot < run.slots) run.slot_of[s] = static_cast<int>(slot);
     kpl::cross_products(space_, basis_, run.weights, s, slot_blocks(), &product_workspace_);
+    sum_over_processes(slot_blocks());
   }
   gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients, run.gram,
                 run.risk_sums, m);
@@ -232,6 +270,7 @@ void GamBooster<ExecutionSpace, T>::iterate_dense(Run& run, int m) {
 // The model on the host: risks, selections and coefficients read back.
 template <class ExecutionSpace, class T>
 GamModel GamBooster<ExecutionSpace, T>::finish(Run& run, std::vector<double>* held_out) {
+  if (run.mode != GamMode::gram) sum_over_processes(run.risk_sums);
   space_.fence();
   const int mstop = run.mstop;
   GamModel& model = run.model;

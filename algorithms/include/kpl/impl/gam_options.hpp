@@ -1,5 +1,6 @@
-// What the GAM's options (kpl/gam.hpp) allow, and the device memory a fit
-// with them takes. Part of kpl/gam.hpp, included after its types.
+// What the GAM's options (kpl/gam.hpp) allow, the device memory a fit with
+// them takes, and the names of the modes. Part of kpl/gam.hpp, included
+// after its types; the functions in namespace kpl are API.
 #pragma once
 
 #include <kpl/bspline.hpp>
@@ -72,4 +73,22 @@ inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOp
 }
 
 }  // namespace impl
+
+inline std::string to_string(GamMode mode) { return mode == GamMode::direct ? "direct" : "gram"; }
+inline std::string to_string(GamBasis basis) {
+  return basis == GamBasis::compact ? "compact" : "dense";
+}
+
+// Throws std::invalid_argument for options no data can satisfy.
+inline void check_gam_options(const GamOptions& options) { impl::check_gam_options(options); }
+
+// Device memory a fit of n rows and p covariates takes at its peak, the
+// caller's X and y aside, with `folds` cross-validation boosters beside it
+// (0: none); the basis stored in element_size bytes. -1 if the count
+// overflows. For checking a run against the free memory before it starts.
+inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOptions& options,
+                                     std::int64_t element_size, int folds = 0) {
+  return impl::gam_device_bytes(n, p, options, element_size, folds);
+}
+
 }  // namespace kpl

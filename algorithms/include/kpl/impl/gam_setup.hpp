@@ -1,10 +1,11 @@
 // The GAM's set-up before boosting (kpl/gam.hpp): the input checks, the knot
-// meshes, the dense copy of the basis and the offset. Part of kpl/gam.hpp,
-// included after its types.
+// meshes, the dense copy of the basis and the offset, each decided over all
+// of the group's rows. Part of kpl/gam.hpp, included after its types.
 #pragma once
 
 #include <kpl/bspline.hpp>
 #include <kpl/error.hpp>
+#include <kpl/impl/gam_processes.hpp>
 #include <kpl/impl/gam_risk.hpp>
 #include <kpl/impl/kokkos_compat.hpp>
 #include <kpl/reduce.hpp>
@@ -44,13 +45,15 @@ struct GamBadValues {
 };
 
 // Throws kpl::input_error for NaN/Inf in X or y and y outside the family's
-// support.
+// support (counted over the group's rows: every process throws alike).
 template <class ExecutionSpace, class XView, class YView>
-void gam_check_data(const ExecutionSpace& space, const XView& X, const YView& y, GamFamily family) {
+void gam_check_data(const ExecutionSpace& space, const XView& X, const YView& y, GamFamily family,
+                    const ProcessGroup& group) {
   RiskSums counts{0, 0};
   Kokkos::parallel_reduce(
       "kpl::gam::check_input", Kokkos::RangePolicy<ExecutionSpace>(space, 0, X.extent(0)),
       GamBadValues<XView, YView>{X, y, std::int64_t(X.extent(1)), family}, host_sums(counts));
+  if (!group.is_single()) gam_sum_over(group, counts);
   const auto not_finite = static_cast<std::int64_t>(counts.training);
   const auto not_allowed = static_cast<std::int64_t>(counts.held_out);
   if (not_finite > 0)
@@ -81,19 +84,26 @@ inline BsplineMesh gam_mesh(std::int64_t j, double lower, double upper, int k, i
   return mesh;
 }
 
-// Boundary knots: each covariate's range.
+// Boundary knots: each covariate's range over the group's rows (a process
+// with none contributes the reduction's identity).
 template <class ExecutionSpace, class XView>
-std::vector<BsplineMesh> gam_meshes(const ExecutionSpace& space, const XView& X, int k,
-                                    int degree) {
+std::vector<BsplineMesh> gam_meshes(const ExecutionSpace& space, const XView& X, int k, int degree,
+                                    const ProcessGroup& group) {
   using T = typename XView::non_const_value_type;
   const std::int64_t p = X.extent(1);
   Kokkos::View<MinMaxValue<T>*, typename ExecutionSpace::memory_space> ranges(
       Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::ranges"), p);
   reduce_columns(space, X, MinMax<T>{}, ranges);
   auto host_ranges = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ranges);
+  std::vector<double> lower(p), upper(p);
+  for (std::int64_t j = 0; j < p; ++j) {
+    lower[j] = host_ranges(j).min;
+    upper[j] = host_ranges(j).max;
+  }
+  group.min(lower.data(), p);
+  group.max(upper.data(), p);
   std::vector<BsplineMesh> meshes(p);
-  for (std::int64_t j = 0; j < p; ++j)
-    meshes[j] = gam_mesh(j, host_ranges(j).min, host_ranges(j).max, k, degree);
+  for (std::int64_t j = 0; j < p; ++j) meshes[j] = gam_mesh(j, lower[j], upper[j], k, degree);
   return meshes;
 }
 
@@ -131,15 +141,16 @@ struct WeightedSum {
   }
 };
 
-// The offset: the weighted mean response on the family's link scale;
-// throws kpl::input_error where the family has none.
+// The offset: the weighted mean response (over the group's rows) on the
+// family's link scale; throws kpl::input_error where the family has none.
 template <class ExecutionSpace, class Vector, class Weights>
 double gam_offset(const ExecutionSpace& space, const Vector& y, const Weights& weights,
-                  GamFamily family) {
+                  GamFamily family, const ProcessGroup& group) {
   RiskSums totals{0, 0};
   Kokkos::parallel_reduce("kpl::gam::offset",
                           Kokkos::RangePolicy<ExecutionSpace>(space, 0, y.extent(0)),
                           WeightedSum<Vector, Weights>{y, weights}, host_sums(totals));
+  if (!group.is_single()) gam_sum_over(group, totals);
   const double mean = totals.training / totals.held_out;
   if (family == GamFamily::binomial && !(mean > 0 && mean < 1))
     throw input_error("kpl::fit_gam: y holds a single class (mean " + std::to_string(mean) +
