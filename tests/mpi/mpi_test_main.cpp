@@ -5,6 +5,25 @@
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
 
+#include <cstdio>
+
+namespace {
+// On ranks other than 0: only the failed assertions, with the rank.
+class FailuresOnly : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailuresOnly(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::fprintf(stderr, "rank %d: %s:%d: %s\n", rank_,
+                 result.file_name() ? result.file_name() : "?", result.line_number(),
+                 result.summary());
+  }
+
+ private:
+  int rank_;
+};
+}  // namespace
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -14,6 +33,7 @@ int main(int argc, char** argv) {
   if (rank != 0) {  // the other ranks report only their failures
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailuresOnly(rank));
   }
   Kokkos::initialize(argc, argv);
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
