@@ -187,6 +187,7 @@ struct ChunkContext {
   const InputShape& shape;
   const DeviceMatrix<T>& shared;  // the pulse, unless each waveform has its own
   const DeconvolutionFileOptions& options;
+  bool recheck;  // several processes: see impl::require_finite_rows
   NnlsWorkspace<Kokkos::DefaultExecutionSpace, T> workspace;
   impl::ProcessTally tally;
 };
@@ -197,14 +198,14 @@ struct ChunkContext {
 template <class T>
 void solve_chunk(ChunkContext<T>& context, std::int64_t first, std::int64_t count) {
   using Space = Kokkos::DefaultExecutionSpace;
-  using Memory = Space::memory_space;
-  const hdf5::ReadRequirements checked{true, false, true};  // by require_finite_input
-  const auto waveforms = Kokkos::create_mirror_view_and_copy(
-      Memory{}, context.input.template read_rows<T, 2>("/waveforms", first, count, checked));
-  DeviceMatrix<T> pulses = context.shared;
-  if (context.shape.pulse_per_waveform)
-    pulses = Kokkos::create_mirror_view_and_copy(
-        Memory{}, context.input.template read_rows<T, 2>("/pulse", first, count, checked));
+  const auto read = [&](const char* dataset) {
+    const hdf5::ReadRequirements checked{true, false, true};  // by require_finite_input
+    const auto rows = context.input.template read_rows<T, 2>(dataset, first, count, checked);
+    if (context.recheck) impl::require_finite_rows(context.input, dataset, rows, first);
+    return Kokkos::create_mirror_view_and_copy(Space::memory_space{}, rows);
+  };
+  const auto waveforms = read("/waveforms");
+  const DeviceMatrix<T> pulses = context.shape.pulse_per_waveform ? read("/pulse") : context.shared;
   NnlsSolution<Space, T> solution(count, context.shape.samples);
   DeviceMatrix<T> fit(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::deconv::fit"), count,
                       context.shape.samples);
@@ -260,7 +261,7 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
     shared = agreed(group, [&] { return shared_pulse<T>(input, shape.pulse_length); });
   const auto output = group.create_output(output_path);
   agreed(group, [&] { create_outputs<T>(*output, shape); });
-  ChunkContext<T> context{input, *output, shape, shared, options, {}, {}};
+  ChunkContext<T> context{input, *output, shape, shared, options, !group.is_single(), {}, {}};
   const DeconvolutionSummary summary = solve_chunks<T>(group, context, chunk);
   write_settings<T>(*output, input, shape, options, chunk);
   agreed(group, [&] { output->commit(); });

@@ -195,13 +195,17 @@ void solve_chunk(NnlsRun<T>& run, hdf5::OutputFile& output, std::int64_t first,
                  std::int64_t count) {
   using Space = Kokkos::DefaultExecutionSpace;
   const std::int64_t m = run.shape.rows, n = run.shape.columns;
-  const auto b = Kokkos::create_mirror_view_and_copy(
-      Space::memory_space{}, read_right_hand_sides<T>(run.input, first, count, run.reads()));
+  const auto b_rows = read_right_hand_sides<T>(run.input, first, count, run.reads());
+  if (run.checked_in_advance) impl::require_finite_rows(run.input, "/b", b_rows, first);
+  const auto b = Kokkos::create_mirror_view_and_copy(Space::memory_space{}, b_rows);
   impl::NnlsFileMatrices<T> own;
-  if (run.shape.per_system)
-    own = impl::transposed_on_device<T>(run.input.template read_rows<T, 3>("/A", first, count, run.reads()));
-  else if (!run.shared.loaded())
+  if (run.shape.per_system) {
+    const auto a = run.input.template read_rows<T, 3>("/A", first, count, run.reads());
+    if (run.checked_in_advance) impl::require_finite_rows(run.input, "/A", a, first);
+    own = impl::transposed_on_device<T>(a);
+  } else if (!run.shared.loaded()) {
     run.load_shared();
+  }
   const Space space;
   NnlsSolution<Space, T> solution(count, n);
   Kokkos::Timer timer;

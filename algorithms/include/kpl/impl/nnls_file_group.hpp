@@ -3,12 +3,14 @@
 // collective steps both take before and after their chunks are handed out.
 #pragma once
 
+#include <kpl/hdf5_io.hpp>
 #include <kpl/nnls_options.hpp>
 #include <kpl/process_group.hpp>
 #include <kpl/resources.hpp>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kpl {
 
@@ -61,6 +63,19 @@ void require_same_input(const ProcessGroup& group, const std::string& path,
 // disk of the one output once (rank 0).
 void require_process_resources(const ProcessGroup& group, const std::string& what,
                                ResourceNeeds needs);
+
+// Throws input_error at a NaN or Inf in `rows` (a host View of rows of
+// `dataset`, row `first` on). On several processes the rows a chunk reads
+// were checked in advance by another process, which may have read another
+// copy of the input (a node's own disk): they are checked again as they are
+// solved, so that no process solves data nobody checked.
+template <class Rows>
+void require_finite_rows(const hdf5::InputFile& input, const std::string& dataset,
+                         const Rows& rows, std::int64_t first) {
+  std::vector<std::size_t> extents;
+  for (unsigned d = 0; d < Rows::rank; ++d) extents.push_back(rows.extent(d));
+  hdf5::impl::check_finite(input.path(), dataset, rows.data(), extents, std::size_t(first));
+}
 
 }  // namespace impl
 }  // namespace kpl
