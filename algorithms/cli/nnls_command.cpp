@@ -46,7 +46,8 @@ int run_nnls(const NnlsArguments& arguments) {
   const auto options = agreed(processes(), [&] { return nnls_options(arguments); });
   // Rank 0 alone: a partial file of the run is named after its process.
   if (prints_summary()) clean_stale_partials(arguments.output);
-  return report(arguments, solve_nnls_file(processes(), arguments.input, arguments.output, options));
+  return report(arguments,
+                solve_nnls_file(processes(), arguments.input, arguments.output, options));
 }
 
 }  // namespace

@@ -82,8 +82,8 @@ ResourceNeeds deconvolution_needs(const InputShape& shape, std::int64_t chunk,
 // any is solved: a NaN in the last chunk fails the run before it starts,
 // naming the dataset and the first bad index.
 template <class T>
-void require_finite_input(const hdf5::InputFile& input, const InputShape& shape,
-                          std::int64_t chunk, const RowBlock& block) {
+void require_finite_input(const hdf5::InputFile& input, const InputShape& shape, std::int64_t chunk,
+                          const RowBlock& block) {
   const hdf5::ReadRequirements finite{true, false, false};
   if (!shape.pulse_per_waveform) input.read<T, 1>("/pulse", finite);
   for (std::int64_t first = block.first; first < block.first + block.count; first += chunk) {
@@ -127,14 +127,14 @@ std::int64_t plan_chunks(const ProcessGroup& group, const hdf5::InputFile& input
                          const DeconvolutionFileOptions& options) {
   const std::int64_t chunk =
       agreed(group, [&] { return checked_chunk<T>(group, input, shape, output_path, options); });
-  agreed(group, [&] {
-    require_finite_input<T>(input, shape, chunk, row_block(group, shape.waveforms));
-  });
+  agreed(group,
+         [&] { require_finite_input<T>(input, shape, chunk, row_block(group, shape.waveforms)); });
   return chunk;
 }
 
 template <class T>
-using DeviceMatrix = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::DefaultExecutionSpace::memory_space>;
+using DeviceMatrix =
+    Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::DefaultExecutionSpace::memory_space>;
 
 // The pulse shared by all waveforms, as a [1, L] device matrix.
 template <class T>
@@ -218,9 +218,8 @@ void solve_chunk(ChunkContext<T>& context, std::int64_t first, std::int64_t coun
 }
 
 template <class T>
-void write_settings(hdf5::OutputFile& output, const hdf5::InputFile& input,
-                    const InputShape& shape, const DeconvolutionFileOptions& options,
-                    std::int64_t chunk) {
+void write_settings(hdf5::OutputFile& output, const hdf5::InputFile& input, const InputShape& shape,
+                    const DeconvolutionFileOptions& options, std::int64_t chunk) {
   // Adaptive by default: the cap starts small and may grow to m.
   impl::write_solver_settings(output, input.path(), options.deconvolution.nnls,
                               options.single_precision, 3 * shape.samples, shape.samples);
@@ -277,8 +276,7 @@ DeconvolutionSummary deconvolve_file(const ProcessGroup& group, const std::strin
     if (options.memory_budget_bytes <= 0)
       throw std::invalid_argument("--memory-budget: the memory budget must be positive");
   });
-  const auto input =
-      agreed(group, [&] { return std::make_unique<hdf5::InputFile>(input_path); });
+  const auto input = agreed(group, [&] { return std::make_unique<hdf5::InputFile>(input_path); });
   return options.single_precision
              ? deconvolution_detail::run<float>(group, *input, output_path, options)
              : deconvolution_detail::run<double>(group, *input, output_path, options);

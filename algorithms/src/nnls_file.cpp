@@ -51,8 +51,8 @@ NnlsShape check_shapes(const hdf5::InputFile& input, const NnlsFileOptions& opti
 
 // The shape as text, for require_same_input.
 std::string describe(const NnlsShape& shape) {
-  return "/A " + std::string(shape.per_system ? "[B, m, n]" : "[m, n]") + ", B = " +
-         std::to_string(shape.systems) + ", m = " + std::to_string(shape.rows) +
+  return "/A " + std::string(shape.per_system ? "[B, m, n]" : "[m, n]") +
+         ", B = " + std::to_string(shape.systems) + ", m = " + std::to_string(shape.rows) +
          ", n = " + std::to_string(shape.columns);
 }
 
@@ -70,24 +70,25 @@ ResourceNeeds nnls_needs(const hdf5::InputFile& input, const NnlsShape& shape, s
                                ? std::min<std::int64_t>(options.nnls.max_passive, std::min(m, n))
                                : std::min(m, n);
   // A chunk's share of /A (all of a shared one) and of /b: the whole for one chunk.
-  const std::int64_t a = !shape.per_system || chunk == systems
-                             ? whole_a
-                             : checked_bytes({std::uint64_t(chunk), std::uint64_t(m),
-                                              std::uint64_t(n)}, sizeof(T));
+  const std::int64_t a =
+      !shape.per_system || chunk == systems
+          ? whole_a
+          : checked_bytes({std::uint64_t(chunk), std::uint64_t(m), std::uint64_t(n)}, sizeof(T));
   const std::int64_t b = chunk == systems ? whole_b : bytes(chunk, m, sizeof(T));
   const std::int64_t results = bytes(chunk, n, sizeof(T));
   const std::int64_t per_system_results = bytes(chunk, 1, 2 * sizeof(T) + 4 * sizeof(int));
   const std::int64_t workspace = bytes(
-      chunk, 1, std::uint64_t(std::max<std::int64_t>(nnls_workspace_bytes_per_system<T>(m, n, cap), 0)));
+      chunk, 1,
+      std::uint64_t(std::max<std::int64_t>(nnls_workspace_bytes_per_system<T>(m, n, cap), 0)));
   const std::int64_t a_stored = shape.per_system ? a : checked_sum({a, a});  // + A at unit scale
   const std::int64_t cross = bytes(n, n, sizeof(T));
   ResourceNeeds needs;
   needs.host_bytes = checked_sum({a, a, b, b, results, per_system_results});
   needs.device_bytes = checked_sum(
       {a_stored, b, results, per_system_results, workspace, shape.per_system ? 0 : cross});
-  needs.disk_bytes = checked_sum({bytes(systems, n, sizeof(T)),
-                                  bytes(systems, 1, 2 * sizeof(T) + 4 * sizeof(int)),
-                                  std::int64_t(1) << 16});
+  needs.disk_bytes =
+      checked_sum({bytes(systems, n, sizeof(T)), bytes(systems, 1, 2 * sizeof(T) + 4 * sizeof(int)),
+                   std::int64_t(1) << 16});
   needs.disk_directory = hdf5::directory_of(output_path);
   return needs;
 }
@@ -234,8 +235,8 @@ NnlsRun<T> prepare(const ProcessGroup& group, const hdf5::InputFile& input,
     impl::require_process_resources(group, "kpl nnls on '" + input.path() + "'",
                                     nnls_needs<T>(input, shape, chunk, options, output_path));
   });
-  return NnlsRun<T>{input, shape, chunk, resolved_for_batch(shape, options.nnls),
-                    !group.is_single(), {}, {}, {}};
+  return NnlsRun<T>{
+      input, shape, chunk, resolved_for_batch(shape, options.nnls), !group.is_single(), {}, {}, {}};
 }
 
 template <class T>
@@ -317,8 +318,10 @@ void require_same_input(const ProcessGroup& group, const std::string& path,
   double differs = first == shape ? 0 : 1;
   group.max(&differs, 1);
   if (differs != 0)
-    throw input_error("'" + path + "': the processes do not all see the same input (process 0 "
-                      "sees " + first + "); give every process the same file");
+    throw input_error("'" + path +
+                      "': the processes do not all see the same input (process 0 "
+                      "sees " +
+                      first + "); give every process the same file");
 }
 
 void require_process_resources(const ProcessGroup& group, const std::string& what,
@@ -362,8 +365,7 @@ void write_solver_settings(hdf5::OutputFile& output, const std::string& input_pa
 
 NnlsFileSummary solve_nnls_file(const ProcessGroup& group, const std::string& input_path,
                                 const std::string& output_path, const NnlsFileOptions& options) {
-  const auto input =
-      agreed(group, [&] { return std::make_unique<hdf5::InputFile>(input_path); });
+  const auto input = agreed(group, [&] { return std::make_unique<hdf5::InputFile>(input_path); });
   return options.single_precision
              ? nnls_file_detail::solve<float>(group, *input, output_path, options)
              : nnls_file_detail::solve<double>(group, *input, output_path, options);

@@ -21,7 +21,7 @@ struct NnlsFileSummary {
   std::int64_t rows = 0;
   std::int64_t columns = 0;
   std::int64_t status_counts[nnls_status_count] = {};  // by NnlsStatus
-  double seconds = 0;  // the solve alone, on the device (the busiest process's)
+  double seconds = 0;   // the solve alone, on the device (the busiest process's)
   WorkBalance balance;  // WorkBalance: impl/nnls_file_group.hpp
 };
 

@@ -70,8 +70,8 @@ void require_process_resources(const ProcessGroup& group, const std::string& wha
 // copy of the input (a node's own disk): they are checked again as they are
 // solved, so that no process solves data nobody checked.
 template <class Rows>
-void require_finite_rows(const hdf5::InputFile& input, const std::string& dataset,
-                         const Rows& rows, std::int64_t first) {
+void require_finite_rows(const hdf5::InputFile& input, const std::string& dataset, const Rows& rows,
+                         std::int64_t first) {
   std::vector<std::size_t> extents;
   for (unsigned d = 0; d < Rows::rank; ++d) extents.push_back(rows.extent(d));
   hdf5::impl::check_finite(input.path(), dataset, rows.data(), extents, std::size_t(first));

@@ -57,11 +57,10 @@ class SharedNnlsMatrix {
   void form_cross_products(const Space& space) {
     using Matrix = Kokkos::View<T**, Kokkos::LayoutLeft, Space::memory_space>;
     const std::int64_t m = rows(), n = columns();
-    const Matrix a_unit(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::A_unit"), m,
-                        n);
+    const Matrix a_unit(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::A_unit"), m, n);
     if (!unit_scaled_columns(space, matrix(), a_unit)) return;
-    cross_products_ = Matrix(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::cross_products"), n, n);
+    cross_products_ =
+        Matrix(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::nnls::cross_products"), n, n);
     compat::kokkos_blas_gemm(space, "T", "N", T(1), a_unit, a_unit, T(0), cross_products_);
   }
 
