@@ -8,7 +8,8 @@
 //
 // deconvolve() solves a batch that fits in device memory; deconvolve_file()
 // (`kpl deconv`) streams any number of waveforms through a memory budget,
-// chunk by chunk, and writes each chunk's results as it goes.
+// chunk by chunk, and writes each chunk's results as it goes; on a group of
+// processes (kpl/process_group.hpp) the chunks are shared out among them.
 #pragma once
 
 #include <kpl/impl/deconvolution_adaptive_cap.hpp>
