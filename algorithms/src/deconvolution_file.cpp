@@ -217,11 +217,15 @@ void solve_chunk(ChunkContext<T>& context, std::int64_t first, std::int64_t coun
   write_chunk<T>(context.output, first, solution, fit, context.tally);
 }
 
-template <class T>
-void write_settings(hdf5::OutputFile& output, const hdf5::InputFile& input, const InputShape& shape,
+// The settings as attributes, rank 0's input path among them: every process
+// writes the same values.
+void write_settings(const ProcessGroup& group, hdf5::OutputFile& output,
+                    const hdf5::InputFile& input, const InputShape& shape,
                     const DeconvolutionFileOptions& options, std::int64_t chunk) {
+  std::string input_path = input.path();
+  group.broadcast(input_path);
   // Adaptive by default: the cap starts small and may grow to m.
-  impl::write_solver_settings(output, input.path(), options.deconvolution.nnls,
+  impl::write_solver_settings(output, input_path, options.deconvolution.nnls,
                               options.single_precision, 3 * shape.samples, shape.samples);
   output.write_attribute("/", "pulse_origin", to_string(options.deconvolution.origin));
   output.write_attribute("/", "memory_budget_bytes", options.memory_budget_bytes);
@@ -262,7 +266,7 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
   agreed(group, [&] { create_outputs<T>(*output, shape); });
   ChunkContext<T> context{input, *output, shape, shared, options, !group.is_single(), {}, {}};
   const DeconvolutionSummary summary = solve_chunks<T>(group, context, chunk);
-  write_settings<T>(*output, input, shape, options, chunk);
+  agreed(group, [&] { write_settings(group, *output, input, shape, options, chunk); });
   agreed(group, [&] { output->commit(); });
   return summary;
 }

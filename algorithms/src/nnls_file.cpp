@@ -261,8 +261,12 @@ NnlsFileSummary solve(const ProcessGroup& group, const hdf5::InputFile& input,
   summary.systems = run.shape.systems;
   summary.rows = run.shape.rows;
   summary.columns = run.shape.columns;
-  impl::write_solver_settings(*output, input.path(), options.nnls, options.single_precision,
-                              3 * run.shape.columns, std::min(run.shape.rows, run.shape.columns));
+  agreed(group, [&] {
+    std::string input_path = input.path();  // rank 0's: the attributes are the same on all
+    group.broadcast(input_path);
+    impl::write_solver_settings(*output, input_path, options.nnls, options.single_precision,
+                                3 * run.shape.columns, std::min(run.shape.rows, run.shape.columns));
+  });
   agreed(group, [&] { output->commit(); });
   return summary;
 }

@@ -8,12 +8,13 @@ the gradient nnls picks from the number of systems), the test first shows
 that the input exercises it.
 """
 import re
+import shutil
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import INPUTS, run_kpl, same_file, no_partials
+from conftest import INPUTS, no_partials, run_kpl, run_mpmd, same_file
 
 RANKS = [1, 2, 3]
 # The only attribute that may differ between rank counts: several chunks per rank.
@@ -216,3 +217,20 @@ def test_nnls_summary_once_with_ranks_and_imbalance(tmp_path, ranks):
     fewest, most = int(balance[0][1]), int(balance[0][2])
     assert fewest <= most and fewest + most * (ranks - 1) >= 16
     assert err.count("kpl nnls: 16 systems: 16 converged") == 1, err
+
+
+# ------------------------------------------------------------------ copies
+
+@pytest.mark.parametrize("command", ["deconv", "nnls"])
+def test_ranks_reading_copies_at_other_paths(tmp_path, command):
+    """Ranks may read their own copy of the input (a node's local disk): the
+    output is the one process's, its "input" attribute rank 0's path."""
+    shipped = INPUTS / ("deconv_lvis_small.h5" if command == "deconv" else "nnls_gauss_small.h5")
+    copy, alone, launched = tmp_path / "copy.h5", tmp_path / "alone.h5", tmp_path / "out.h5"
+    shutil.copy(shipped, copy)
+    run_ok(0, command, "--input", shipped, "--output", alone)
+    status, _, err = run_mpmd([[command, "--input", path, "--output", launched]
+                               for path in (shipped, copy, copy)])
+    assert status == 0, err
+    same_file(alone, launched, except_attributes=CHUNK_ATTRIBUTE)
+    no_partials(tmp_path)

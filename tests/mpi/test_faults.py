@@ -64,6 +64,22 @@ def test_last_of_three_ranks_cannot_open_its_input(tmp_path):
     assert_failed_once(tmp_path, status, err, output, EXIT_BAD_INPUT, bad.name, "(on process 2)")
 
 
+@pytest.mark.parametrize("command", ["deconv", "nnls"])
+def test_one_rank_given_another_input(tmp_path, command):
+    """A valid input of another shape on rank 1: the processes would write
+    one output inconsistently, so they refuse it together."""
+    other = tmp_path / "other.h5"
+    with h5py.File(GOOD[command], "r") as source, h5py.File(other, "w") as f:
+        for name in source:  # half the systems; a shared /A as it is
+            data = source[name][()]
+            f[name] = data if name == "A" else data[: data.shape[0] // 2]
+    output = tmp_path / "out.h5"
+    status, _, err = run_mpmd([[command, "--input", GOOD[command], "--output", output],
+                               [command, "--input", other, "--output", output]])
+    assert_failed_once(tmp_path, status, err, output, EXIT_BAD_INPUT,
+                       "do not all see the same input")
+
+
 # ------------------------------------------------- a bad file on one rank only
 
 def copy_with_nan(tmp_path, command):
