@@ -1,6 +1,7 @@
 // `kpl deconv`: non-negative deconvolution of waveforms, streamed in chunks.
 #include "command.hpp"
 #include "options.hpp"
+#include "process_session.hpp"
 
 #include <kpl/deconvolution.hpp>
 
@@ -19,21 +20,40 @@ struct DeconvArguments {
   SolverArguments solver;
 };
 
-int run_deconv(const DeconvArguments& arguments) {
-  DeconvolutionFileOptions options;
-  options.deconvolution.nnls = solver_options(arguments.solver);
-  options.deconvolution.origin = pulse_origins(arguments.pulse_origin);
-  options.single_precision = precisions(arguments.solver.precision) == Precision::single_precision;
-  options.memory_budget_bytes = arguments.memory_budget;
-  clean_stale_partials(arguments.output);
-  const auto summary = deconvolve_file(arguments.input, arguments.output, options);
+// The exit status on every process; the summary from rank 0 alone.
+int report(const DeconvArguments& arguments, const DeconvolutionSummary& summary) {
+  if (!prints_summary())
+    return arguments.solver.strict && summary.status_counts[0] != summary.waveforms
+               ? exit_not_converged
+               : exit_success;
   std::cerr << "kpl deconv: " << summary.waveforms << " waveforms in " << summary.chunks
             << " chunk(s) of up to " << summary.waveforms_per_chunk << " in " << summary.seconds
             << " s on " << Kokkos::DefaultExecutionSpace::name() << " ("
             << summary.waveforms / std::max(summary.seconds, 1e-9)
             << " waveforms/s, file I/O included); wrote " << arguments.output << "\n";
+  if (summary.balance.ranks > 1)
+    std::cerr << "kpl deconv: " << describe(summary.balance, "waveforms") << "\n";
   return report_statuses("deconv", summary.waveforms, "waveforms", summary.status_counts,
                          arguments.solver.strict);
+}
+
+// The options the arguments give (std::invalid_argument for wrong ones).
+DeconvolutionFileOptions deconv_options(const DeconvArguments& arguments) {
+  DeconvolutionFileOptions options;
+  options.deconvolution.nnls = solver_options(arguments.solver);
+  options.deconvolution.origin = pulse_origins(arguments.pulse_origin);
+  options.single_precision = precisions(arguments.solver.precision) == Precision::single_precision;
+  options.memory_budget_bytes = arguments.memory_budget;
+  return options;
+}
+
+int run_deconv(const DeconvArguments& arguments) {
+  // Agreed: wrong options end every process alike, with one message.
+  const auto options = agreed(processes(), [&] { return deconv_options(arguments); });
+  // Rank 0 alone: a partial file of the run is named after its process.
+  if (prints_summary()) clean_stale_partials(arguments.output);
+  return report(arguments,
+                deconvolve_file(processes(), arguments.input, arguments.output, options));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `kpl nnls`: a batch of NNLS problems from an HDF5 file.
 #include "command.hpp"
 #include "options.hpp"
+#include "process_session.hpp"
 
 #include <kpl/nnls_file.hpp>
 
@@ -17,17 +18,36 @@ struct NnlsArguments {
   SolverArguments solver;
 };
 
-int run_nnls(const NnlsArguments& arguments) {
-  NnlsFileOptions options;
-  options.nnls = solver_options(arguments.solver);
-  options.single_precision = precisions(arguments.solver.precision) == Precision::single_precision;
-  clean_stale_partials(arguments.output);
-  const auto summary = solve_nnls_file(arguments.input, arguments.output, options);
+// The exit status on every process; the summary from rank 0 alone.
+int report(const NnlsArguments& arguments, const NnlsFileSummary& summary) {
+  if (!prints_summary())
+    return arguments.solver.strict && summary.status_counts[0] != summary.systems
+               ? exit_not_converged
+               : exit_success;
   std::cerr << "kpl nnls: " << summary.systems << " systems of " << summary.rows << " x "
             << summary.columns << " solved in " << summary.seconds << " s on "
             << Kokkos::DefaultExecutionSpace::name() << "; wrote " << arguments.output << "\n";
+  if (summary.balance.ranks > 1)
+    std::cerr << "kpl nnls: " << describe(summary.balance, "systems") << "\n";
   return report_statuses("nnls", summary.systems, "systems", summary.status_counts,
                          arguments.solver.strict);
+}
+
+// The options the arguments give (std::invalid_argument for wrong ones).
+NnlsFileOptions nnls_options(const NnlsArguments& arguments) {
+  NnlsFileOptions options;
+  options.nnls = solver_options(arguments.solver);
+  options.single_precision = precisions(arguments.solver.precision) == Precision::single_precision;
+  return options;
+}
+
+int run_nnls(const NnlsArguments& arguments) {
+  // Agreed: wrong options end every process alike, with one message.
+  const auto options = agreed(processes(), [&] { return nnls_options(arguments); });
+  // Rank 0 alone: a partial file of the run is named after its process.
+  if (prints_summary()) clean_stale_partials(arguments.output);
+  return report(arguments,
+                solve_nnls_file(processes(), arguments.input, arguments.output, options));
 }
 
 }  // namespace

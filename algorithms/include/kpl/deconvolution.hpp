@@ -8,12 +8,16 @@
 //
 // deconvolve() solves a batch that fits in device memory; deconvolve_file()
 // (`kpl deconv`) streams any number of waveforms through a memory budget,
-// chunk by chunk, and writes each chunk's results as it goes.
+// chunk by chunk, and writes each chunk's results as it goes; on a group of
+// processes (kpl/process_group.hpp) the chunks are shared out among them.
 #pragma once
 
 #include <kpl/impl/deconvolution_adaptive_cap.hpp>
+#include <kpl/impl/deconvolution_simulation.hpp>
 #include <kpl/impl/deconvolution_toeplitz.hpp>
+#include <kpl/impl/nnls_file_group.hpp>
 #include <kpl/nnls.hpp>
+#include <kpl/process_group.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -105,49 +109,29 @@ struct DeconvolutionFileOptions {
 
 struct DeconvolutionSummary {
   std::int64_t waveforms = 0;
-  std::int64_t chunks = 0;
+  std::int64_t chunks = 0;  // over all processes
   std::int64_t waveforms_per_chunk = 0;
   std::int64_t status_counts[nnls_status_count] = {};  // by NnlsStatus
-  double seconds = 0;
+  double seconds = 0;   // reading, solving and writing the chunks (the slowest process)
+  WorkBalance balance;  // WorkBalance: impl/nnls_file_group.hpp
 };
 
 // `kpl deconv`: reads /pulse ([L] or [W, L]) and /waveforms [W, m] from
 // input_path, deconvolves on the default execution space in chunks that fit
 // the budget, writes /x, /fit [W, m], /rnorm, /iterations, /status [W] and
 // the settings to output_path (nothing appears there unless all succeeds).
-// Bad input is a kpl::input_error naming the file and dataset.
-DeconvolutionSummary deconvolve_file(const std::string& input_path, const std::string& output_path,
+// Bad input is a kpl::input_error naming the file and dataset. On a group of
+// several processes (each calls it with the same arguments) the chunks are
+// handed out first come, first served, several per process; the output is
+// the one process's, bit for bit (but its waveforms_per_chunk attribute),
+// and the summary is the same on every process.
+DeconvolutionSummary deconvolve_file(const ProcessGroup& group, const std::string& input_path,
+                                     const std::string& output_path,
                                      const DeconvolutionFileOptions& options);
+DeconvolutionSummary deconvolve_file(const std::string& input_path, const std::string& output_path,
+                                     const DeconvolutionFileOptions& options);  // one process
 
-// `kpl simulate deconv`: LVIS-like waveforms (per waveform a Gaussian pulse
-// 15-25 samples wide in a 25-sample window, 1-4 returns of random position and
-// amplitude, Gaussian noise) written with the pulses and /x_true to output_path.
-struct DeconvolutionSimulation {
-  std::int64_t waveforms = 1000;
-  std::int64_t samples = 432;
-  std::uint64_t seed = 1;
-  double noise = 0.01;
-};
-void simulate_deconvolution_file(const DeconvolutionSimulation& simulation,
-                                 const std::string& output_path);
-
-// The generator behind simulate_deconvolution_file, for benchmarks and tests:
-// successive next(count) calls continue one random stream.
-using HostMatrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>;
-struct SimulatedWaveforms {
-  HostMatrix waveforms;  // [count, samples]
-  HostMatrix pulses;     // [count, pulse_window]
-  HostMatrix truth;      // [count, samples], the returns x_true
-};
-class WaveformSimulator {
- public:
-  static constexpr std::int64_t pulse_window = 25;
-  explicit WaveformSimulator(const DeconvolutionSimulation& simulation);  // checks the settings
-  SimulatedWaveforms next(std::int64_t count);
-
- private:
-  DeconvolutionSimulation simulation_;
-  std::uint64_t state_;
-};
+// `kpl simulate deconv` (simulate_deconvolution_file) and its generator
+// (WaveformSimulator): impl/deconvolution_simulation.hpp.
 
 }  // namespace kpl
