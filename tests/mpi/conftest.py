@@ -36,14 +36,18 @@ def mpi_command(ranks, *args):
     return [MPIEXEC, "-n", str(ranks), KPL, *[str(a) for a in args]]
 
 
-def run_kpl(ranks, *args, timeout=300, cwd=None):
-    argv = mpi_command(ranks, *args) if ranks > 0 else [KPL, *[str(a) for a in args]]
+def _run(argv, timeout, cwd):
     try:
         p = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=cwd,
                            env=mpi_environment())
     except subprocess.TimeoutExpired:
         pytest.fail(f"hang: {' '.join(argv)} did not finish within {timeout} s")
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def run_kpl(ranks, *args, timeout=300, cwd=None):
+    argv = mpi_command(ranks, *args) if ranks > 0 else [KPL, *[str(a) for a in args]]
+    return _run(argv, timeout, cwd)
 
 
 def run_mpmd(parts, timeout=300, cwd=None):
@@ -55,12 +59,7 @@ def run_mpmd(parts, timeout=300, cwd=None):
         if i:
             argv.append(":")
         argv += ["-n", "1", KPL, *[str(a) for a in args]]
-    try:
-        p = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=cwd,
-                           env=mpi_environment())
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"hang: {' '.join(argv)} did not finish within {timeout} s")
-    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    return _run(argv, timeout, cwd)
 
 
 def datasets(path):
