@@ -1,5 +1,6 @@
 #include <kpl/config.hpp>
 #include <kpl/gam_file.hpp>
+#include <kpl/impl/nnls_file_group.hpp>
 #include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -323,6 +324,14 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
     input.emplace(input_path);
     return plan_fit(group, *input, output_path, options);
   });
+  // Every process must split the same rows; the attributes name rank 0's path.
+  agreed(group, [&] {
+    const auto shape = input->shape("/X");
+    impl::require_same_input(group, input->path(),
+                             "/X [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + "]");
+  });
+  std::string model_input_path = input_path;
+  group.broadcast(model_input_path);
   const auto output = group.create_output(output_path);  // before any work: the target is writable
 
   hdf5::ReadRequirements requirements;
@@ -335,8 +344,8 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
     y = input->read_rows<double, 1>("/y", block.first, block.count, requirements);
   });
   return options.single_precision
-             ? fit_in_precision<float>(group, X, y, input_path, *output, options)
-             : fit_in_precision<double>(group, X, y, input_path, *output, options);
+             ? fit_in_precision<float>(group, X, y, model_input_path, *output, options)
+             : fit_in_precision<double>(group, X, y, model_input_path, *output, options);
 }
 
 // The value of a string attribute that must name one of `values`.

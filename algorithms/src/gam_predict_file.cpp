@@ -3,6 +3,7 @@
 // output file.
 #include <kpl/config.hpp>
 #include <kpl/gam_file.hpp>
+#include <kpl/impl/nnls_file_group.hpp>
 #include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -130,6 +131,14 @@ std::int64_t predict_gam_file(const ProcessGroup& group, const std::string& mode
     input.emplace(input_path);
     return plan_prediction(group, model, model_path, *input, output_path, partial_effects);
   });
+  // Every process must split the same rows; the attributes name rank 0's paths.
+  agreed(group, [&] {
+    impl::require_same_input(group, input->path(),
+                             "/X [" + std::to_string(plan.rows) + ", " +
+                                 std::to_string(plan.covariates) + "]");
+  });
+  std::string paths[] = {model_path, input_path};
+  for (auto& path : paths) group.broadcast(path);
   const auto output = group.create_output(output_path);  // before any work: the target is writable
 
   const Predictions rows = agreed(group, [&] {
@@ -141,7 +150,7 @@ std::int64_t predict_gam_file(const ProcessGroup& group, const std::string& mode
   });
   agreed(group, [&] {
     write_predictions(*output, rows, plan, partial_effects);
-    write_prediction_attributes(*output, model, model_path, input_path);
+    write_prediction_attributes(*output, model, paths[0], paths[1]);
   });
   agreed(group, [&] { output->commit(); });
   return plan.rows;

@@ -159,3 +159,33 @@ def test_predict_names_the_global_row(inputs, tmp_path):
     assert err3.count("kpl: bad input:") == 1, err3
     assert not out.exists()
     no_partials(tmp_path)
+
+
+@pytest.mark.parametrize("command", ["fit", "predict"])
+def test_one_rank_given_another_input(inputs, tmp_path, command):
+    """A valid input of another shape on rank 1 would split other rows: the
+    processes refuse it together, and the attributes of a good run name rank
+    0's input even where another rank read a copy at another path."""
+    model = tmp_path / "model.h5"
+    status, _, err = run_kpl(0, "gam", "fit", "--input", inputs["small"], "--output", model,
+                             "--mstop", "20")
+    assert status == 0, err
+    other = tmp_path / "other.h5"
+    with h5py.File(inputs["small"], "r") as source, h5py.File(other, "w") as f:
+        f["X"], f["y"] = source["X"][:500], source["y"][:500]
+    copy = tmp_path / "copy.h5"
+    shutil.copy(inputs["small"], copy)
+    out = tmp_path / "out.h5"
+    common = (["gam", "fit", "--mstop", "20"] if command == "fit"
+              else ["gam", "predict", "--model", model]) + ["--output", out]
+    status, _, err = run_mpmd([common + ["--input", inputs["small"]],
+                               common + ["--input", other]])
+    assert status == 2, err
+    assert err.count("do not all see the same input") == 1, err
+    assert not out.exists()
+    no_partials(tmp_path)
+    status, _, err = run_mpmd([common + ["--input", inputs["small"]],
+                               common + ["--input", copy]])
+    assert status == 0, err
+    with h5py.File(out, "r") as f:
+        assert f.attrs["input"] == str(inputs["small"])
