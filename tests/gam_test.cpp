@@ -23,6 +23,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -265,6 +266,139 @@ void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
         EXPECT_NEAR(host_cross((j * k + a) * k + b), expected, 1e-12 * (1 + std::fabs(expected)))
             << "block " << j << " (" << a << ", " << b << ")";
       }
+}
+
+// B^T W B in exact parts (kpl::cross_product_parts) over rows [first, first +
+// count) of X, on `grid`: the host copy of parts [3 p k k]. strategy: 0 the
+// space's own, 1 the GPU one with teams of up to 2 threads and chunks of
+// rows_per_team, 2 the CPU one with chunks of rows_per_team (host only).
+template <class Space, class T>
+std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVector& host_w,
+                                        std::int64_t first, std::int64_t count, int k,
+                                        int degree, const kpl::ExactSumGrid& grid,
+                                        int strategy = 0, std::int64_t rows_per_team = 700,
+                                        double* term_bound = nullptr) {
+  using Memory = typename Space::memory_space;
+  Space space;
+  const std::int64_t p = host_X.extent(1);
+  Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace> X("X", count, p);
+  HostVector w("w", count);
+  Kokkos::View<kpl::BsplineMesh*, Kokkos::HostSpace> meshes("meshes", p);
+  for (std::int64_t j = 0; j < p; ++j) meshes(j) = {-0.05, 1.15 + 0.1 * j, k, degree};
+  for (std::int64_t i = 0; i < count; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) X(i, j) = T(host_X(first + i, j));
+    w(i) = host_w(first + i);
+  }
+  kpl::CompactBasis<T, Memory> basis("basis", p, count, degree + 1, k);
+  kpl::build_bspline_basis(space, on_device<Space>(X), on_device<Space>(meshes), basis);
+  const auto device_w = on_device<Space>(w);
+  if (term_bound) *term_bound = kpl::cross_product_term_bound(space, basis, device_w);
+  const std::int64_t entries = p * k * k, parts = kpl::ExactSumGrid::parts;
+  Kokkos::View<double*, Memory> out("parts", parts * entries);
+  if (strategy == 0) {
+    kpl::cross_product_parts(space, basis, device_w, -1, grid, out);
+  } else {
+    const std::int64_t chunks = std::max<std::int64_t>(1, (count + rows_per_team - 1) / rows_per_team);
+    Kokkos::View<double*, Memory> partials("partials", parts * p * chunks * k * k);
+    const kpl::impl::ChunkSums<decltype(out)> sums{out, partials, chunks, k * k};
+    if (strategy == 1) {
+      kpl::impl::cross_product_parts_by_atomics(space, basis, device_w, -1, grid, rows_per_team,
+                                                sums, std::min(2, space.concurrency()));
+    } else if constexpr (kpl::impl::compact_basis_on_host<Space>) {
+      kpl::impl::cross_product_parts_in_row_order(space, basis, device_w, -1, grid,
+                                                   rows_per_team, sums);
+    }
+    if (chunks > 1) kpl::impl::add_chunks_in_order(space, partials, parts * p, chunks, k * k, out);
+  }
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  return std::vector<double>(host.data(), host.data() + host.size());
+}
+
+// The exact parts of B^T W B: the parts of a split of the rows add up to the
+// parts of all rows bit for bit (as one process's and several processes'
+// must), whichever strategy and chunks summed them; their value matches the
+// dense host product; weights of widely different sizes, a float basis.
+template <class Space, class T>
+void check_exact_parts(std::int64_t n, std::int64_t p, int k, int degree) {
+  SCOPED_TRACE("exact parts n " + std::to_string(n) + " k " + std::to_string(k));
+  std::mt19937_64 generator(n * 13 + k);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  HostMatrix host_X("X", n, p), dense("dense", n, p * k);
+  HostVector host_w("w", n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) host_X(i, j) = T(1.2 * uniform(generator) - 0.05);
+    host_w(i) = i % 5 == 2 ? 0.0 : std::pow(10.0, 6 * uniform(generator) - 3);
+  }
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < p; ++j) {
+      const auto row = reference_row({-0.05, 1.15 + 0.1 * j, k, degree}, host_X(i, j));
+      for (int a = 0; a < k; ++a) dense(i, j * k + a) = row[a];
+    }
+  // The grid from both halves' bounds, as processes agree on it.
+  const std::int64_t half = n / 3;
+  double bound_first = 0, bound_second = 0;
+  const auto probe = kpl::ExactSumGrid::covering(1, n);
+  exact_parts_of_rows<Space, T>(host_X, host_w, 0, half, k, degree, probe, 0, 700, &bound_first);
+  exact_parts_of_rows<Space, T>(host_X, host_w, half, n - half, k, degree, probe, 0, 700,
+                                &bound_second);
+  const auto grid = kpl::ExactSumGrid::covering(std::max(bound_first, bound_second), n);
+  const auto all = exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid);
+  auto split = exact_parts_of_rows<Space, T>(host_X, host_w, 0, half, k, degree, grid);
+  const auto second = exact_parts_of_rows<Space, T>(host_X, host_w, half, n - half, k, degree, grid);
+  for (std::size_t e = 0; e < split.size(); ++e) split[e] += second[e];
+  EXPECT_EQ(all, split) << "the parts of a split of the rows differ from all rows'";
+  EXPECT_EQ(all, (exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid, 1, 333)));
+  if constexpr (kpl::impl::compact_basis_on_host<Space>)
+    EXPECT_EQ(all, (exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid, 2, 91)));
+  const std::int64_t entries = p * k * k;
+  // A float basis holds its values rounded to float; the reference is double's.
+  const double tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  for (std::int64_t j = 0; j < p; ++j)
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b) {
+        long double expected = 0, magnitude = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const long double term = (long double)host_w(i) * dense(i, j * k + a) * dense(i, j * k + b);
+          expected += term;
+          magnitude += std::fabs(term);
+        }
+        const std::int64_t e = (j * k + a) * k + b;
+        EXPECT_NEAR(grid.value(all, entries, e), double(expected),
+                    tolerance * double(magnitude) + 1e-300)
+            << "block " << j << " (" << a << ", " << b << ")";
+      }
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfCrossProductsDoNotDependOnTheSplit) {
+  check_exact_parts<TypeParam, double>(2000, 3, 10, 3);
+  check_exact_parts<TypeParam, double>(301, 2, 7, 2);
+  check_exact_parts<TypeParam, float>(1500, 2, 24, 3);
+}
+
+// A NaN or infinite weight makes the parts NaN; weights of zero, zero; no
+// rows at all, zero.
+KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfNonFiniteAndZeroWeights) {
+  HostMatrix host_X("X", 50, 1);
+  HostVector host_w("w", 50);
+  for (std::int64_t i = 0; i < 50; ++i) host_X(i, 0) = 0.02 * i;
+  const auto zeros = exact_parts_of_rows<TypeParam, double>(
+      host_X, host_w, 0, 50, 6, 3, kpl::ExactSumGrid::covering(0, 50));
+  EXPECT_EQ(zeros, std::vector<double>(zeros.size(), 0.0));
+  const auto none = exact_parts_of_rows<TypeParam, double>(
+      host_X, host_w, 0, 0, 6, 3, kpl::ExactSumGrid::covering(0, 0));
+  EXPECT_EQ(none, std::vector<double>(none.size(), 0.0));
+  for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    for (std::int64_t i = 0; i < 50; ++i) host_w(i) = i == 7 ? bad : 1.0;
+    double bound = 0;
+    exact_parts_of_rows<TypeParam, double>(host_X, host_w, 0, 50, 6, 3,
+                                           kpl::ExactSumGrid::covering(1, 50), 0, 700, &bound);
+    const auto grid = kpl::ExactSumGrid::covering(bound, 50);
+    const auto parts = exact_parts_of_rows<TypeParam, double>(host_X, host_w, 0, 50, 6, 3, grid);
+    int not_a_number = 0;
+    for (std::int64_t e = 0; e < 36; ++e) not_a_number += std::isnan(grid.value(parts, 36, e));
+    EXPECT_GT(not_a_number, 0) << bad;  // the entries row 7 touches
+  }
+  EXPECT_THROW(kpl::ExactSumGrid::covering(1, std::int64_t(1) << 50), std::invalid_argument);
 }
 
 KPL_EXECUTION_SPACE_TEST(Gam, TeamStrategiesOfCompactProductsMatchDense) {

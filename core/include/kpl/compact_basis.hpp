@@ -9,6 +9,9 @@
 //   transpose_product(space, basis, u, c)             c_j = B_j^T u, all j
 //   apply(space, basis, coefficients, y)              y = sum_j B_j gamma_j
 //   cross_products(space, basis, w, partner, out)     B_j^T W B_partner, all j
+//   cross_product_parts(space, basis, w, partner, grid, parts)
+//                                                     the same, in exact parts
+//                                                     that add across processes
 //
 // Layout: first [p, n] and values [p, width, n], rows fastest, so that
 // consecutive GPU threads (rows) read consecutive addresses.
@@ -19,18 +22,24 @@
 // (impl/compact_basis_chunks.hpp). A CPU team is one thread, summing in row
 // order; a GPU team sums B^T u with one owner per entry
 // (impl/compact_basis_transpose_product.hpp) and B^T W B in exact fixed
-// point (impl/compact_basis_fixed_point.hpp).
+// point (impl/compact_basis_fixed_point.hpp). Their bits still depend on how
+// the rows are cut into chunks (the thread count) and processes;
+// cross_product_parts' do not (impl/compact_basis_exact_parts.hpp).
 #pragma once
 
 #include <kpl/bspline.hpp>
 #include <kpl/impl/compact_basis_apply.hpp>
 #include <kpl/impl/compact_basis_build_bspline.hpp>
 #include <kpl/impl/compact_basis_cross_products.hpp>
+#include <kpl/impl/compact_basis_exact_parts.hpp>
+#include <kpl/impl/power_of_two.hpp>
 #include <kpl/impl/compact_basis_transpose_product.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -136,6 +145,89 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
   CompactProductWorkspace<MemorySpace> local_workspace;
   impl::compact_cross_products(space, basis, w, partner, out,
                                workspace ? *workspace : local_workspace);
+}
+
+// The grids of cross_product_parts (impl/compact_basis_exact_parts.hpp):
+// for sums of at most `terms` terms, each of magnitude at most `term_bound`,
+// over every row that will ever be added together (all processes' rows).
+struct ExactSumGrid {
+  static constexpr int parts = 3;
+  double scale = 1;             // 2^s bringing term_bound into [1, 2): exact
+  double extractor[parts] = {};  // 1.5 x 2^52 x grid l's spacing
+
+  // Grid 0's spacing is 2^-49 of the scaled bound of the whole sum (so no
+  // partial sum reaches 2^53 spacings); each next grid is 2^(51 - bits of
+  // terms) finer: sums of 10^8 terms keep 72 bits below their bound. A bound
+  // that is not finite gives NaN parts (a NaN or infinite weight).
+  static ExactSumGrid covering(double term_bound, std::int64_t terms) {
+    if (terms < 0 || terms >= (std::int64_t(1) << 50))
+      throw std::invalid_argument("kpl::ExactSumGrid: " + std::to_string(terms) +
+                                  " terms is outside [0, 2^50)");
+    ExactSumGrid grid;
+    if (!(term_bound <= std::numeric_limits<double>::max())) {
+      grid.scale = std::numeric_limits<double>::quiet_NaN();
+      return grid;
+    }
+    const int term_bits = terms <= 1 ? 1 : impl::binary_exponent(double(terms)) + 1;
+    grid.scale = impl::power_of_two<double>(-impl::unit_scale_exponent(term_bound));
+    const double scaled_bound = term_bound * grid.scale;  // below 2^bound_bits
+    const int bound_bits = scaled_bound > 0 ? impl::binary_exponent(scaled_bound) + 1 : 1;
+    const int step = 51 - term_bits;
+    int exponent = term_bits + bound_bits + 2 - 52;  // grid 0's spacing: 2^exponent
+    for (int l = 0; l < parts; ++l, exponent -= step)
+      grid.extractor[l] = 1.5 * impl::power_of_two<double>(52 + exponent);
+    return grid;
+  }
+
+  // The value the parts stand for: entry e of parts [parts][entries].
+  template <class Parts>
+  double value(const Parts& parts_of_all, std::int64_t entries, std::int64_t e) const {
+    double sum = 0;
+    for (int l = 0; l < parts; ++l) sum += parts_of_all[l * entries + e];
+    return sum / scale;
+  }
+};
+
+// max |w(i)| x (the largest |basis value|)^2 over the basis' rows: the
+// term_bound of ExactSumGrid::covering for these rows (take the largest over
+// all processes).
+template <class ExecutionSpace, class T, class MemorySpace, class WView>
+double cross_product_term_bound(const ExecutionSpace& space,
+                                const CompactBasis<T, MemorySpace>& basis, const WView& w) {
+  if (basis.rows() == 0 || basis.blocks() == 0) return 0;
+  const double values = impl::value_bound(space, basis);
+  return impl::largest_weight(space, w) * values * values;
+}
+
+// cross_products' sums as ExactSumGrid::parts exact parts: parts[l p k k + e]
+// is part l of entry e of out. Parts of disjoint sets of rows (other
+// processes', on the same grid) add elementwise without rounding, so
+// grid.value(parts, p k k, e) has the same bits however the rows were split,
+// chunked or ordered. grid must cover all rows ever added together.
+template <class ExecutionSpace, class T, class MemorySpace, class WView, class PartsView>
+void cross_product_parts(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basis,
+                         const WView& w, std::int64_t partner, const ExactSumGrid& grid,
+                         const PartsView& parts,
+                         CompactProductWorkspace<MemorySpace>* workspace = nullptr) {
+  const std::int64_t rows = basis.rows(), blocks = basis.blocks();
+  const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
+  if (partner >= blocks)
+    throw std::invalid_argument("kpl::cross_product_parts: partner block " +
+                                std::to_string(partner) + " of " + std::to_string(blocks));
+  if (w.extent(0) != 0 && static_cast<std::int64_t>(w.extent(0)) != rows)
+    throw std::invalid_argument("kpl::cross_product_parts: " + std::to_string(w.extent(0)) +
+                                " weights for " + std::to_string(rows) + " rows");
+  if (static_cast<std::int64_t>(parts.extent(0)) != ExactSumGrid::parts * blocks * entries)
+    throw std::invalid_argument("kpl::cross_product_parts: parts holds " +
+                                std::to_string(parts.extent(0)) + " values, not " +
+                                std::to_string(ExactSumGrid::parts * blocks * entries));
+  if (rows == 0 || blocks == 0) {
+    Kokkos::deep_copy(space, parts, typename PartsView::non_const_value_type(0));
+    return;
+  }
+  CompactProductWorkspace<MemorySpace> local_workspace;
+  impl::compact_cross_product_parts(space, basis, w, partner, grid, parts,
+                                    workspace ? *workspace : local_workspace);
 }
 
 }  // namespace kpl

@@ -98,17 +98,7 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   model.covariates = learners_;
   model.observations = rows_;
   model.meshes = meshes_;
-  agreed(*group_, [&] {  // an allocation may fail on one process alone
-    run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
-                      learners_ * k_ * k_);
-  });
-  kpl::cross_products(space_, basis_, weights, -1, run.gram, &product_workspace_);
-  auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), run.gram);
-  if (!group_->is_single()) {
-    group_->sum(host_gram.data(), static_cast<std::int64_t>(host_gram.size()));
-    // The Gram mode's step reads it on the device (penalise fences).
-    if (mode == GamMode::gram) Kokkos::deep_copy(space_, run.gram, host_gram);
-  }
+  const auto host_gram = gram_over_processes(run);
   const double cross_product_seconds = timer.seconds();
   penalise(host_gram, model);
   model.offset = gam_offset(space_, y_, weights, options_.family, *group_);
@@ -119,6 +109,36 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   }
   begin_boosting(run);
   return run;
+}
+
+// B_j^T W B_j summed over the group's rows, on the host and in run.gram: in
+// exact parts (kpl::cross_product_parts) added across processes, so that it
+// has the same bits on any number of processes. lambda's search amplifies a
+// last-bit difference in it far beyond the 1e-12 agreement that the model
+// promises across processes (kpl/gam_penalty.hpp).
+template <class ExecutionSpace, class T>
+Kokkos::View<double*, Kokkos::HostSpace> GamBooster<ExecutionSpace, T>::gram_over_processes(
+    Run& run) {
+  const std::int64_t entries = learners_ * k_ * k_;
+  Vector parts;
+  agreed(*group_, [&] {  // an allocation may fail on one process alone
+    run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
+                      entries);
+    parts = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram_parts"),
+                   ExactSumGrid::parts * entries);
+  });
+  double term_bound = kpl::cross_product_term_bound(space_, basis_, run.weights);
+  group_->max(&term_bound, 1);
+  const auto grid = ExactSumGrid::covering(term_bound, total_rows_);
+  kpl::cross_product_parts(space_, basis_, run.weights, -1, grid, parts, &product_workspace_);
+  auto host_parts = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), parts);
+  if (!group_->is_single())
+    group_->sum(host_parts.data(), static_cast<std::int64_t>(host_parts.size()));
+  Kokkos::View<double*, Kokkos::HostSpace> host_gram(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::gram_host"), entries);
+  for (std::int64_t e = 0; e < entries; ++e) host_gram(e) = grid.value(host_parts, entries, e);
+  Kokkos::deep_copy(space_, run.gram, host_gram);  // the Gram mode's step reads it there
+  return host_gram;
 }
 
 // f at the offset, u and the risk there; in Gram mode the first c.

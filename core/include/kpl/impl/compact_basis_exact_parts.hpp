@@ -1,0 +1,223 @@
+// B^T W B summed so that the result has the same bits however its rows are
+// split (among chunks, threads or processes) and in whatever order the
+// pieces are added: pre-rounding (Demmel & Nguyen, "Parallel reproducible
+// summation", IEEE Trans. Computers 64(7), 2015, §III). Every term is cut
+// into ExactSumGrid::parts slices, slice l a multiple of the spacing g_l of
+// grid l, by the extractor sigma_l = 1.5 x 2^52 x g_l: (sigma_l + t) - sigma_l
+// rounds t to the grid, and t minus that is exact. The grids are fixed by a
+// bound on the terms and on their number over everything that will ever be
+// added, so that every partial sum of one grid's slices is a multiple of g_l
+// below 2^53 g_l: exact in double, whatever the order. Only the final
+// ((part 0 + part 1) + part 2) rounds, and it sees the same bits everywhere.
+//
+// Needs IEEE double arithmetic as written: no -ffast-math (or compilers'
+// equivalents, such as icpx's default), which may fold (sigma + t) - sigma
+// into t. The test that splits rows would then fail.
+#pragma once
+
+#include <kpl/bspline.hpp>
+#include <kpl/impl/compact_basis_chunks.hpp>
+#include <kpl/impl/compact_basis_fixed_point.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace kpl {
+namespace impl {
+
+// slices[l] = term's slice on grid l (the last remainder, below half of the
+// finest spacing, is dropped).
+template <int Parts>
+KOKKOS_INLINE_FUNCTION void slice_term(double term, const double (&extractor)[Parts],
+                                       double (&slices)[Parts]) {
+  for (int l = 0; l < Parts; ++l) {
+    const double on_grid = (extractor[l] + term) - extractor[l];
+    slices[l] = on_grid;
+    term -= on_grid;
+  }
+}
+
+// CPU: one thread per (block, chunk) adds each row's slices in row order (the
+// order does not matter to the bits; the loop is cross_products').
+template <class Grid, class FirstView, class ValuesView, class WView, class Output>
+struct CrossProductPartsInRowOrder {
+  FirstView first;
+  ValuesView values;
+  WView w;
+  Output output;  // blocks: (part, block) pairs, part-major
+  Grid grid;
+  std::int64_t rows, rows_per_team, partner, blocks;
+  int k, width;
+
+  void operator()(const std::int64_t team) const {
+    using T = typename ValuesView::non_const_value_type;
+    constexpr int parts = Grid::parts;
+    const std::int64_t chunks = output.chunks, entries = std::int64_t(k) * k;
+    const std::int64_t j = team / chunks, chunk = team % chunks;
+    const std::int64_t other = partner < 0 ? j : partner;
+    const std::int64_t begin = chunk * rows_per_team;
+    const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
+    const bool weighted = w.extent(0) != 0;
+    std::vector<double> sums(parts * entries, 0.0);
+    const int* row_columns = &first(j, 0);
+    const int* partner_columns = &first(other, 0);
+    const T* row_values = &values(j, 0, 0);
+    const T* partner_values = &values(other, 0, 0);
+    const std::int64_t stride = values.stride(1);
+    with_width(width, [&](auto width_constant) {
+      const int width_ = width_value(width_constant);
+      for (std::int64_t i = begin; i < end; ++i) {
+        const double weight = weighted ? double(w(i)) : 1.0;
+        if (weight == 0) continue;
+        double right[bspline_max_degree + 1];
+        for (int r = 0; r < width_; ++r) right[r] = double(partner_values[r * stride + i]);
+        const std::int64_t target = row_columns[i] * k + partner_columns[i];
+        for (int q = 0; q < width_; ++q) {
+          const double left = weight * grid.scale * double(row_values[q * stride + i]);
+          for (int r = 0; r < width_; ++r) {
+            double slices[parts];
+            slice_term(left * right[r], grid.extractor, slices);
+            for (int l = 0; l < parts; ++l) sums[l * entries + target + q * k + r] += slices[l];
+          }
+        }
+      }
+    });
+    for (int l = 0; l < parts; ++l)
+      for (std::int64_t a = 0; a < entries; ++a)
+        output.store(l * blocks + j, chunk, a, sums[l * entries + a]);
+  }
+};
+
+// GPU: the team's threads share the chunk's rows and add each slice to the
+// parts x k x k sums in scratch memory with double atomics, exact in any
+// order.
+template <class ExecutionSpace, class Grid, class FirstView, class ValuesView, class WView,
+          class Output>
+struct CrossProductPartsByAtomics {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  using Scratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  FirstView first;
+  ValuesView values;
+  WView w;
+  Output output;
+  Grid grid;
+  std::int64_t rows, rows_per_team, partner, blocks;
+  int k, width, level;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    constexpr int parts = Grid::parts;
+    const std::int64_t chunks = output.chunks, entries = std::int64_t(k) * k;
+    const std::int64_t j = member.league_rank() / chunks;
+    const std::int64_t chunk = member.league_rank() % chunks;
+    const std::int64_t other = partner < 0 ? j : partner;
+    const std::int64_t begin = chunk * rows_per_team;
+    const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
+    Scratch sums(member.team_scratch(level), parts * entries);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, parts * entries),
+                         [&](std::int64_t a) { sums(a) = 0; });
+    member.team_barrier();
+    const bool weighted = w.extent(0) != 0;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
+      const double weight = weighted ? double(w(i)) : 1.0;
+      if (weight == 0) return;
+      const std::int64_t target = first(j, i) * k + first(other, i);
+      for (int q = 0; q < width; ++q) {
+        const double left = weight * grid.scale * double(values(j, q, i));
+        for (int r = 0; r < width; ++r) {
+          double slices[parts];
+          slice_term(left * double(values(other, r, i)), grid.extractor, slices);
+          for (int l = 0; l < parts; ++l)
+            Kokkos::atomic_add(&sums(l * entries + target + q * k + r), slices[l]);
+        }
+      }
+    });
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, parts * entries), [&](std::int64_t a) {
+      const std::int64_t l = a / entries;
+      output.store(l * blocks + j, chunk, a - l * entries, sums(a));
+    });
+  }
+};
+
+// The GPU strategy with `team_size` threads per team (public so that a test
+// can run it on CPU threads too).
+template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
+void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis,
+                                    const WView& w, std::int64_t partner, const Grid& grid,
+                                    std::int64_t rows_per_team, const Output& output,
+                                    int team_size) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
+                                             decltype(basis.values), WView, Output>;
+  const int k = basis.basis_size;
+  const std::size_t scratch_bytes =
+      Functor::Scratch::shmem_size(std::int64_t(Grid::parts) * k * k);
+  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+  Kokkos::parallel_for("kpl::compact_basis::cross_product_parts",
+                       Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size)
+                           .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+                       Functor{basis.first, basis.values, w, output, grid, basis.rows(),
+                               rows_per_team, partner, basis.blocks(), k, basis.width(), level});
+}
+
+template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
+void cross_product_parts_in_row_order(const ExecutionSpace& space, const Basis& basis,
+                                      const WView& w, std::int64_t partner, const Grid& grid,
+                                      std::int64_t rows_per_team, const Output& output) {
+  using Functor = CrossProductPartsInRowOrder<Grid, decltype(basis.first), decltype(basis.values),
+                                              WView, Output>;
+  Kokkos::parallel_for(
+      "kpl::compact_basis::cross_product_parts",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.blocks() * output.chunks),
+      Functor{basis.first, basis.values, w, output, grid, basis.rows(), rows_per_team, partner,
+              basis.blocks(), basis.basis_size, basis.width()});
+}
+
+// parts = the exact parts of B^T W B_partner over the basis' rows, chunks
+// summed by the space's strategy and then added (exactly, so in any order).
+template <class ExecutionSpace, class Grid, class Basis, class WView, class PartsView,
+          class Workspace>
+void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis, const WView& w,
+                                 std::int64_t partner, const Grid& grid, const PartsView& parts,
+                                 Workspace& workspace) {
+  const std::int64_t rows = basis.rows(), blocks = basis.blocks();
+  const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
+  const std::int64_t rows_per_team = cross_rows_per_team(space, rows, blocks);
+  const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
+  const std::int64_t part_blocks = Grid::parts * blocks;
+  const ChunkSums<PartsView> output{
+      parts, workspace.reserve(chunks > 1 ? part_blocks * chunks * entries : 0), chunks, entries};
+  if constexpr (compact_basis_on_host<ExecutionSpace>)
+    cross_product_parts_in_row_order(space, basis, w, partner, grid, rows_per_team, output);
+  else
+    cross_product_parts_by_atomics(space, basis, w, partner, grid, rows_per_team, output,
+                                   compact_team_size<ExecutionSpace>());
+  if (chunks > 1)
+    add_chunks_in_order(space, output.partials, part_blocks, chunks, entries, parts);
+}
+
+// max |w(i)| over the rows (1 for an empty w).
+template <class WView>
+struct LargestWeight {
+  WView w;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, double& largest_so_far) const {
+    const double counted = bound_term(double(w(i)));
+    if (counted > largest_so_far) largest_so_far = counted;
+  }
+};
+
+template <class ExecutionSpace, class WView>
+double largest_weight(const ExecutionSpace& space, const WView& w) {
+  if (w.extent(0) == 0) return 1;
+  double largest = 0;
+  Kokkos::parallel_reduce("kpl::compact_basis::largest_weight",
+                          Kokkos::RangePolicy<ExecutionSpace>(space, 0, w.extent(0)),
+                          LargestWeight<WView>{w}, Kokkos::Max<double>(largest));
+  return largest;
+}
+
+}  // namespace impl
+}  // namespace kpl
