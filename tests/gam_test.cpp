@@ -274,9 +274,9 @@ void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
 // rows_per_team, 2 the CPU one with chunks of rows_per_team (host only).
 template <class Space, class T>
 std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVector& host_w,
-                                        std::int64_t first, std::int64_t count, int k,
-                                        int degree, const kpl::ExactSumGrid& grid,
-                                        int strategy = 0, std::int64_t rows_per_team = 700,
+                                        std::int64_t first, std::int64_t count, int k, int degree,
+                                        const kpl::ExactSumGrid& grid, int strategy = 0,
+                                        std::int64_t rows_per_team = 700,
                                         double* term_bound = nullptr) {
   using Memory = typename Space::memory_space;
   Space space;
@@ -298,15 +298,16 @@ std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVect
   if (strategy == 0) {
     kpl::cross_product_parts(space, basis, device_w, -1, grid, out);
   } else {
-    const std::int64_t chunks = std::max<std::int64_t>(1, (count + rows_per_team - 1) / rows_per_team);
+    const std::int64_t chunks =
+        std::max<std::int64_t>(1, (count + rows_per_team - 1) / rows_per_team);
     Kokkos::View<double*, Memory> partials("partials", parts * p * chunks * k * k);
     const kpl::impl::ChunkSums<decltype(out)> sums{out, partials, chunks, k * k};
     if (strategy == 1) {
       kpl::impl::cross_product_parts_by_atomics(space, basis, device_w, -1, grid, rows_per_team,
                                                 sums, std::min(2, space.concurrency()));
     } else if constexpr (kpl::impl::compact_basis_on_host<Space>) {
-      kpl::impl::cross_product_parts_in_row_order(space, basis, device_w, -1, grid,
-                                                   rows_per_team, sums);
+      kpl::impl::cross_product_parts_in_row_order(space, basis, device_w, -1, grid, rows_per_team,
+                                                  sums);
     }
     if (chunks > 1) kpl::impl::add_chunks_in_order(space, partials, parts * p, chunks, k * k, out);
   }
@@ -344,7 +345,8 @@ void check_exact_parts(std::int64_t n, std::int64_t p, int k, int degree) {
   const auto grid = kpl::ExactSumGrid::covering(std::max(bound_first, bound_second), n);
   const auto all = exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid);
   auto split = exact_parts_of_rows<Space, T>(host_X, host_w, 0, half, k, degree, grid);
-  const auto second = exact_parts_of_rows<Space, T>(host_X, host_w, half, n - half, k, degree, grid);
+  const auto second =
+      exact_parts_of_rows<Space, T>(host_X, host_w, half, n - half, k, degree, grid);
   for (std::size_t e = 0; e < split.size(); ++e) split[e] += second[e];
   EXPECT_EQ(all, split) << "the parts of a split of the rows differ from all rows'";
   EXPECT_EQ(all, (exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid, 1, 333)));
@@ -358,7 +360,8 @@ void check_exact_parts(std::int64_t n, std::int64_t p, int k, int degree) {
       for (int b = 0; b < k; ++b) {
         long double expected = 0, magnitude = 0;
         for (std::int64_t i = 0; i < n; ++i) {
-          const long double term = (long double)host_w(i) * dense(i, j * k + a) * dense(i, j * k + b);
+          const long double term =
+              (long double)host_w(i) * dense(i, j * k + a) * dense(i, j * k + b);
           expected += term;
           magnitude += std::fabs(term);
         }
@@ -381,11 +384,11 @@ KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfNonFiniteAndZeroWeights) {
   HostMatrix host_X("X", 50, 1);
   HostVector host_w("w", 50);
   for (std::int64_t i = 0; i < 50; ++i) host_X(i, 0) = 0.02 * i;
-  const auto zeros = exact_parts_of_rows<TypeParam, double>(
-      host_X, host_w, 0, 50, 6, 3, kpl::ExactSumGrid::covering(0, 50));
+  const auto zeros = exact_parts_of_rows<TypeParam, double>(host_X, host_w, 0, 50, 6, 3,
+                                                            kpl::ExactSumGrid::covering(0, 50));
   EXPECT_EQ(zeros, std::vector<double>(zeros.size(), 0.0));
-  const auto none = exact_parts_of_rows<TypeParam, double>(
-      host_X, host_w, 0, 0, 6, 3, kpl::ExactSumGrid::covering(0, 0));
+  const auto none = exact_parts_of_rows<TypeParam, double>(host_X, host_w, 0, 0, 6, 3,
+                                                           kpl::ExactSumGrid::covering(0, 0));
   EXPECT_EQ(none, std::vector<double>(none.size(), 0.0));
   for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
     for (std::int64_t i = 0; i < 50; ++i) host_w(i) = i == 7 ? bad : 1.0;

@@ -32,8 +32,8 @@
 #include <kpl/impl/compact_basis_build_bspline.hpp>
 #include <kpl/impl/compact_basis_cross_products.hpp>
 #include <kpl/impl/compact_basis_exact_parts.hpp>
-#include <kpl/impl/power_of_two.hpp>
 #include <kpl/impl/compact_basis_transpose_product.hpp>
+#include <kpl/impl/power_of_two.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -152,7 +152,7 @@ void cross_products(const ExecutionSpace& space, const CompactBasis<T, MemorySpa
 // over every row that will ever be added together (all processes' rows).
 struct ExactSumGrid {
   static constexpr int parts = 3;
-  double scale = 1;             // 2^s bringing term_bound into [1, 2): exact
+  double scale = 1;              // 2^s bringing term_bound into [1, 2): exact
   double extractor[parts] = {};  // 1.5 x 2^52 x grid l's spacing
 
   // Grid 0's spacing is 2^-49 of the scaled bound of the whole sum (so no

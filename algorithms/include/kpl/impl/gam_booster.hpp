@@ -243,7 +243,8 @@ class GamBooster {
     const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
     std::int64_t bytes = basis_.bytes() + dense_.size() * sizeof(T);
     bytes += (y_.size() + f_.size() + u_.size() + c_.size() + 2 * learners_ * block +
-              4 * learners_ * block /* gram and its exact parts */ + scores_.size() + learners_ * k_ /* coefficients */) *
+              4 * learners_ * block /* gram and its exact parts */ + scores_.size() +
+              learners_ * k_ /* coefficients */) *
              sizeof(double);
     bytes += (u_low_.size() + c_low_.size()) * sizeof(T) + (mstop + 1) * sizeof(RiskSums);
     if (mode == GamMode::gram && mstop > 0)

@@ -122,8 +122,8 @@ Kokkos::View<double*, Kokkos::HostSpace> GamBooster<ExecutionSpace, T>::gram_ove
   const std::int64_t entries = learners_ * k_ * k_;
   Vector parts;
   agreed(*group_, [&] {  // an allocation may fail on one process alone
-    run.gram = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"),
-                      entries);
+    run.gram =
+        Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram"), entries);
     parts = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram_parts"),
                    ExactSumGrid::parts * entries);
   });

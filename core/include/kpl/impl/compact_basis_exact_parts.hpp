@@ -145,16 +145,15 @@ struct CrossProductPartsByAtomics {
 // The GPU strategy with `team_size` threads per team (public so that a test
 // can run it on CPU threads too).
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
-void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis,
-                                    const WView& w, std::int64_t partner, const Grid& grid,
+void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis, const WView& w,
+                                    std::int64_t partner, const Grid& grid,
                                     std::int64_t rows_per_team, const Output& output,
                                     int team_size) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
                                              decltype(basis.values), WView, Output>;
   const int k = basis.basis_size;
-  const std::size_t scratch_bytes =
-      Functor::Scratch::shmem_size(std::int64_t(Grid::parts) * k * k);
+  const std::size_t scratch_bytes = Functor::Scratch::shmem_size(std::int64_t(Grid::parts) * k * k);
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
   Kokkos::parallel_for("kpl::compact_basis::cross_product_parts",
                        Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size)
@@ -195,8 +194,7 @@ void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis
   else
     cross_product_parts_by_atomics(space, basis, w, partner, grid, rows_per_team, output,
                                    compact_team_size<ExecutionSpace>());
-  if (chunks > 1)
-    add_chunks_in_order(space, output.partials, part_blocks, chunks, entries, parts);
+  if (chunks > 1) add_chunks_in_order(space, output.partials, part_blocks, chunks, entries, parts);
 }
 
 // max |w(i)| over the rows (1 for an empty w).
