@@ -48,8 +48,10 @@ void BM_WorkQueueTake(benchmark::State& state) {
 BENCHMARK(BM_WorkQueueTake)->Iterations(2000)->Unit(benchmark::kMicrosecond);
 
 // Every rank writes range(0) MiB of rows into one shared file, committed
-// (closed, renamed) each iteration: the aggregate write rate.
+// (closed, renamed) each iteration: the aggregate write rate; range(1) = 1:
+// in one collective transfer (kpl::RowWrites::collective).
 void BM_SharedOutputWrite(benchmark::State& state) {
+  const auto writes = state.range(1) ? kpl::RowWrites::collective : kpl::RowWrites::independent;
   const std::int64_t columns = 1024;
   const std::int64_t rows_per_rank = state.range(0) * (1 << 20) / (columns * 8);
   std::string directory = std::filesystem::temp_directory_path().string();
@@ -60,7 +62,7 @@ void BM_SharedOutputWrite(benchmark::State& state) {
   kpl::hdf5::HostArray<double, 2> rows("rows", rows_per_rank, columns);
   Kokkos::deep_copy(rows, 1.0);
   for (auto _ : state) {
-    auto output = ranks->create_output(shared_path);
+    auto output = ranks->create_output(shared_path, writes);
     output->create_dataset<double>(
         "/rows", {std::size_t(rows_per_rank * ranks->size()), std::size_t(columns)});
     output->write_rows("/rows", std::size_t(rows_per_rank * ranks->rank()), rows);
@@ -70,7 +72,7 @@ void BM_SharedOutputWrite(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * rows_per_rank * columns * 8 * ranks->size());
   state.counters["ranks"] = ranks->size();
 }
-BENCHMARK(BM_SharedOutputWrite)->Arg(64)->Iterations(5)->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_SharedOutputWrite)->Args({64, 0})->Args({64, 1})->Iterations(5)->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 class SilentReporter : public benchmark::BenchmarkReporter {

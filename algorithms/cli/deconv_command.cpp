@@ -44,6 +44,7 @@ DeconvolutionFileOptions deconv_options(const DeconvArguments& arguments) {
   options.deconvolution.origin = pulse_origins(arguments.pulse_origin);
   options.single_precision = precisions(arguments.solver.precision) == Precision::single_precision;
   options.memory_budget_bytes = arguments.memory_budget;
+  options.row_writes = row_writes(arguments.solver);
   return options;
 }
 

@@ -38,6 +38,7 @@ NnlsFileOptions nnls_options(const NnlsArguments& arguments) {
   NnlsFileOptions options;
   options.nnls = solver_options(arguments.solver);
   options.single_precision = precisions(arguments.solver.precision) == Precision::single_precision;
+  options.row_writes = row_writes(arguments.solver);
   return options;
 }
 

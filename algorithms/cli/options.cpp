@@ -88,6 +88,14 @@ void add_solver_options(CLI::App* command, SolverArguments& arguments,
                          "(automatic: modified Gram-Schmidt on CPUs, classical twice on GPUs)");
   command->add_flag("--strict", arguments.strict,
                     "Exit with status 3 if any system did not converge");
+  command->add_flag("--collective-io", arguments.collective_io,
+                    "Under mpiexec: deal the chunks to the processes round-robin and write each "
+                    "round's rows in one collective MPI-IO call (for parallel file systems), "
+                    "instead of handing chunks out as processes come free, each writing alone");
+}
+
+RowWrites row_writes(const SolverArguments& arguments) {
+  return arguments.collective_io ? RowWrites::collective : RowWrites::independent;
 }
 
 NnlsOptions solver_options(const SolverArguments& arguments) {

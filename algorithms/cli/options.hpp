@@ -70,10 +70,12 @@ struct SolverArguments {
   std::string gradient = "automatic";
   NnlsOptions nnls;
   bool strict = false;
+  bool collective_io = false;
 };
 void add_solver_options(CLI::App* command, SolverArguments& arguments,
                         const std::string& max_passive_default);
 NnlsOptions solver_options(const SolverArguments& arguments);
+RowWrites row_writes(const SolverArguments& arguments);
 
 // Output files that a killed run left behind are removed before a new one
 // starts, and said so on stderr.

@@ -176,7 +176,6 @@ void write_chunk(hdf5::OutputFile& output, std::int64_t first,
   output.write_rows("/kkt_residual", first, host(solution.kkt_residual));
   for (std::size_t w = 0; w < status.extent(0); ++w) ++tally.status_counts[status(w)];
   tally.items += solution.systems();
-  ++tally.chunks;
 }
 
 // What every chunk of one process's run uses.
@@ -215,6 +214,7 @@ void solve_chunk(ChunkContext<T>& context, std::int64_t first, std::int64_t coun
   Space{}.fence();
   context.tally.busy_seconds += timer.seconds();
   write_chunk<T>(context.output, first, solution, fit, context.tally);
+  ++context.tally.chunks;
 }
 
 // The settings as attributes, rank 0's input path among them: every process
@@ -238,9 +238,15 @@ DeconvolutionSummary solve_chunks(const ProcessGroup& group, ChunkContext<T>& co
                                   std::int64_t chunk) {
   const std::int64_t W = context.shape.waveforms;
   Kokkos::Timer timer;
-  share_work(group, (W + chunk - 1) / chunk, [&](std::int64_t c) {
-    solve_chunk<T>(context, c * chunk, std::min(chunk, W - c * chunk));
-  });
+  const auto write_nothing = [&] {
+    const std::int64_t m = context.shape.samples;
+    write_chunk<T>(context.output, 0, NnlsSolution<Kokkos::DefaultExecutionSpace, T>(0, m),
+                   DeviceMatrix<T>("kpl::deconv::no_rows", 0, m), context.tally);
+  };
+  impl::share_chunks(
+      group, context.options.row_writes, (W + chunk - 1) / chunk,
+      [&](std::int64_t c) { solve_chunk<T>(context, c * chunk, std::min(chunk, W - c * chunk)); },
+      write_nothing);
   DeconvolutionSummary summary;
   summary.seconds = timer.seconds();
   group.max(&summary.seconds, 1);
@@ -262,7 +268,7 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
   DeviceMatrix<T> shared;
   if (!shape.pulse_per_waveform)
     shared = agreed(group, [&] { return shared_pulse<T>(input, shape.pulse_length); });
-  const auto output = group.create_output(output_path);
+  const auto output = group.create_output(output_path, options.row_writes);
   agreed(group, [&] { create_outputs<T>(*output, shape); });
   ChunkContext<T> context{input, *output, shape, shared, options, !group.is_single(), {}, {}};
   const DeconvolutionSummary summary = solve_chunks<T>(group, context, chunk);

@@ -86,6 +86,27 @@ class MpioAccess {
   hid_t list_;
 };
 
+// The transfer list of collective row writes (-1 for independent ones: the
+// default list).
+class CollectiveTransfer {
+ public:
+  explicit CollectiveTransfer(bool collective) {
+    if (!collective) return;
+    list_ = H5Pcreate(H5P_DATASET_XFER);
+    if (list_ < 0 || H5Pset_dxpl_mpio(list_, H5FD_MPIO_COLLECTIVE) < 0)
+      throw runtime_error("parallel HDF5: cannot set up collective transfers");
+  }
+  ~CollectiveTransfer() {
+    if (list_ >= 0) H5Pclose(list_);
+  }
+  CollectiveTransfer(const CollectiveTransfer&) = delete;
+  CollectiveTransfer& operator=(const CollectiveTransfer&) = delete;
+  hid_t get() const { return list_; }
+
+ private:
+  hid_t list_ = -1;
+};
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(MPI_Comm communicator) {
@@ -128,16 +149,18 @@ std::unique_ptr<WorkQueue> ProcessGroup::work_queue(std::int64_t total) const {
   return std::make_unique<CounterQueue>(communicator_, total);
 }
 
-std::unique_ptr<hdf5::OutputFile> ProcessGroup::create_output(const std::string& path) const {
+std::unique_ptr<hdf5::OutputFile> ProcessGroup::create_output(const std::string& path,
+                                                              RowWrites rows) const {
   // Rank 0 names the partial file after its own process, as one process
   // would (kpl::hdf5::remove_stale_partials finds it after a crash).
   std::string partial = path + ".partial-" + std::to_string(::getpid());
   broadcast(partial);
   agreed(*this, [&] { hdf5::require_writable_target(path); });
   const MpioAccess access(communicator_);
+  const CollectiveTransfer transfer(rows == RowWrites::collective);
   return agreed(*this, [&] {
-    return std::make_unique<hdf5::OutputFile>(path,
-                                              hdf5::SharedOutput{access.get(), partial, rank_ == 0});
+    return std::make_unique<hdf5::OutputFile>(
+        path, hdf5::SharedOutput{access.get(), partial, rank_ == 0, transfer.get()});
   });
 }
 

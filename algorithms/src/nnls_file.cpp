@@ -186,7 +186,6 @@ void write_chunk(hdf5::OutputFile& output, std::int64_t first,
   output.write_rows("/status", first, status);
   output.write_rows("/kkt_residual", first, host(solution.kkt_residual));
   tally.items += solution.systems();
-  ++tally.chunks;
 }
 
 // Reads systems [first, first + count) (/b, then /A: the shared one at the
@@ -218,6 +217,7 @@ void solve_chunk(NnlsRun<T>& run, hdf5::OutputFile& output, std::int64_t first,
   space.fence();
   run.tally.busy_seconds += timer.seconds();
   write_chunk<T>(output, first, solution, run.tally);
+  ++run.tally.chunks;
 }
 
 // Checks, pre-flight and (several processes) the finite check, each agreed
@@ -244,15 +244,22 @@ NnlsFileSummary solve(const ProcessGroup& group, const hdf5::InputFile& input,
                       const std::string& output_path, const NnlsFileOptions& options) {
   NnlsRun<T> run = prepare<T>(group, input, output_path, options);
   if (run.checked_in_advance) agreed(group, [&] { check_in_advance<T>(group, run); });
-  const auto output = group.create_output(output_path);  // the target is writable
+  const auto output = group.create_output(output_path, options.row_writes);  // writable target
   agreed(group, [&] { create_outputs<T>(*output, run.shape); });
   // At least one chunk: its read of an empty batch says what is empty.
   const std::int64_t chunks =
       std::max<std::int64_t>(1, (run.shape.systems + run.chunk - 1) / run.chunk);
-  share_work(group, chunks, [&](std::int64_t c) {
-    const std::int64_t first = c * run.chunk;
-    solve_chunk<T>(run, *output, first, std::min(run.chunk, run.shape.systems - first));
-  });
+  const auto write_nothing = [&] {
+    write_chunk<T>(*output, 0, NnlsSolution<Kokkos::DefaultExecutionSpace, T>(0, run.shape.columns),
+                   run.tally);
+  };
+  impl::share_chunks(
+      group, options.row_writes, chunks,
+      [&](std::int64_t c) {
+        const std::int64_t first = c * run.chunk;
+        solve_chunk<T>(run, *output, first, std::min(run.chunk, run.shape.systems - first));
+      },
+      write_nothing);
   NnlsFileSummary summary;
   summary.balance = impl::reduce_tallies(group, run.tally);
   std::copy(std::begin(run.tally.status_counts), std::end(run.tally.status_counts),

@@ -37,7 +37,8 @@ class SingleProcess final : public ProcessGroup {
   std::unique_ptr<WorkQueue> work_queue(std::int64_t total) const override {
     return std::make_unique<SequentialQueue>(total);
   }
-  std::unique_ptr<hdf5::OutputFile> create_output(const std::string& path) const override {
+  std::unique_ptr<hdf5::OutputFile> create_output(const std::string& path,
+                                                  RowWrites) const override {
     return std::make_unique<hdf5::OutputFile>(path);
   }
 };

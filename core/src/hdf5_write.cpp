@@ -88,10 +88,12 @@ OutputFile::OutputFile(std::string path, const SharedOutput& shared)
     throw input_error("cannot write " + in_quotes(path_) + ": cannot create " +
                       in_quotes(partial_path_) + " (" + std::strerror(errno) + ")");
   }
+  if (shared.row_transfer >= 0) row_transfer_ = H5Pcopy(shared.row_transfer);
 }
 
 OutputFile::~OutputFile() {
   if (!committed_) close_and_remove();
+  if (row_transfer_ >= 0) H5Pclose(row_transfer_);
 }
 
 void OutputFile::close_and_remove() noexcept {
@@ -175,7 +177,8 @@ namespace impl {
 // dataset's file dataspace.
 void write_raw_rows(const std::string& path, std::int64_t file, bool committed,
                     const std::string& dataset, element_type type, const void* data,
-                    std::size_t first_row, const std::vector<std::size_t>& extents) {
+                    std::size_t first_row, const std::vector<std::size_t>& extents,
+                    std::int64_t transfer) {
   QuietErrors quiet;
   const std::string name = absolute(dataset);
   const std::string where = "cannot write " + in_quotes(path) + ": dataset " + name;
@@ -184,14 +187,26 @@ void write_raw_rows(const std::string& path, std::int64_t file, bool committed,
   Handle set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
   Handle file_space(H5Dget_space(set.get()), H5Sclose);
   require_rows_fit(where, extents_in_file(file_space.get()), first_row, extents);
-  if (element_count(extents) == 0) return;
+  const hid_t transfer_list = transfer >= 0 ? transfer : H5P_DEFAULT;
+  if (element_count(extents) == 0) {
+    if (transfer < 0) return;
+    // A collective transfer: this process takes part with nothing selected.
+    const hsize_t one = 1;
+    const char unused = 0;
+    Handle memory_space(H5Screate_simple(1, &one, nullptr), H5Sclose);
+    if (H5Sselect_none(memory_space.get()) < 0 || H5Sselect_none(file_space.get()) < 0 ||
+        H5Dwrite(set.get(), memory_type(type), memory_space.get(), file_space.get(),
+                 transfer_list, data ? data : &unused) < 0)
+      throw runtime_error(where + " could not be written (its collective transfer failed)");
+    return;
+  }
   std::vector<hsize_t> start(extents.size(), 0), block(extents.begin(), extents.end());
   start[0] = first_row;
   Handle memory_space(H5Screate_simple(static_cast<int>(block.size()), block.data(), nullptr),
                       H5Sclose);
   if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(),
                           nullptr) < 0 ||
-      H5Dwrite(set.get(), memory_type(type), memory_space.get(), file_space.get(), H5P_DEFAULT,
+      H5Dwrite(set.get(), memory_type(type), memory_space.get(), file_space.get(), transfer_list,
                data) < 0) {
     throw runtime_error(where + " could not be written (disk full?)");
   }

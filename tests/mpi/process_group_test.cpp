@@ -75,6 +75,59 @@ TEST(ProcessGroup, RowBlocksCoverEveryRowOnce) {
   }
 }
 
+// Collective row writes' schedule: round r gives item r R + p to process p;
+// every process takes part in every round (a collective call in work and in
+// idle would hang otherwise), a failed one through idle() to the end, and
+// its error is then every process's.
+TEST(ProcessGroup, WorkInRoundsDealsRoundRobinAndKeepsEveryProcessInEveryRound) {
+  World world;
+  for (const std::int64_t total : {0, 1, 2, 7}) {
+    const std::int64_t rounds = (total + world.size - 1) / world.size;
+    std::vector<std::int64_t> mine;
+    std::int64_t idle = 0;
+    const auto take_part = [&] {
+      double present = 1;
+      world.group.sum(&present, 1);
+      EXPECT_EQ(present, world.size);
+    };
+    kpl::share_work_in_rounds(
+        world.group, total,
+        [&](std::int64_t item) {
+          mine.push_back(item);
+          take_part();
+        },
+        [&] {
+          ++idle;
+          take_part();
+        });
+    std::vector<std::int64_t> expected;
+    for (std::int64_t item = world.rank; item < total; item += world.size) expected.push_back(item);
+    EXPECT_EQ(mine, expected) << total << " items";
+    EXPECT_EQ(idle, rounds - std::int64_t(expected.size())) << total << " items";
+  }
+  const int failing = world.size - 1;
+  std::int64_t rounds_taken = 0;
+  try {
+    kpl::share_work_in_rounds(
+        world.group, 3 * world.size,
+        [&](std::int64_t) {
+          if (world.rank == failing) throw kpl::input_error("bad chunk");
+          ++rounds_taken;
+          double present = 1;
+          world.group.sum(&present, 1);
+        },
+        [&] {
+          ++rounds_taken;
+          double present = 1;
+          world.group.sum(&present, 1);
+        });
+    FAIL() << "no error";
+  } catch (const kpl::input_error& error) {
+    EXPECT_NE(std::string(error.what()).find("bad chunk"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(rounds_taken, 3);
+}
+
 TEST(ProcessGroup, WorkQueueHandsOutEveryItemOnce) {
   World world;
   const std::int64_t total = 57;

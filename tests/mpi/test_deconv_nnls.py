@@ -234,3 +234,31 @@ def test_ranks_reading_copies_at_other_paths(tmp_path, command):
     assert status == 0, err
     same_file(alone, launched, except_attributes=CHUNK_ATTRIBUTE)
     no_partials(tmp_path)
+
+
+# ------------------------------------------------------------ collective I/O
+
+@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize("count", [2, 23])
+def test_deconv_collective_io(tmp_path, ranks, count):
+    """--collective-io: chunks dealt round-robin, each round's rows written in
+    one collective MPI-IO call, a rank with no chunk left taking part with no
+    rows (23 waveforms in chunks of a few leave the last round short; 2
+    waveforms leave a rank of 3 with none at all). The file is still the one
+    process's, bit for bit."""
+    waveforms, pulses = sparse_and_dense_waveforms(count, 150, count, False)
+    write_deconv(tmp_path / "in.h5", waveforms, pulses)
+    err = compare_with_one_process(tmp_path, "deconv", tmp_path / "in.h5", "--memory-budget",
+                                   "400KB", "--collective-io", ranks=ranks)
+    if ranks > count:
+        assert re.search(r"; 0-1 waveforms each", err), err
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize("systems", [1, 13])
+def test_nnls_collective_io(tmp_path, ranks, systems):
+    A, b = shared_matrix_batch(systems, 40, 30)
+    write_nnls(tmp_path / "in.h5", A, b)
+    compare_with_one_process(tmp_path, "nnls", tmp_path / "in.h5", "--collective-io", ranks=ranks)
+    compare_with_one_process(tmp_path, "nnls", INPUTS / "nnls_gauss_small.h5", "--collective-io",
+                             ranks=ranks)

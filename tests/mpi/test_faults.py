@@ -104,6 +104,23 @@ def test_nan_in_the_copy_of_one_rank(tmp_path, command):
                        "(on process 1)")
 
 
+def test_nan_met_mid_run_with_collective_io(tmp_path):
+    """--collective-io deals chunk 1 (waveforms 3-5 at a budget of 1MB) to
+    rank 1, whose copy has a NaN there, outside the half it checks before
+    solving: it fails in round 1 and takes part in the remaining rounds'
+    collective writes with no rows, so rank 0 finishes them; then both exit
+    with the error, and nothing is left behind."""
+    bad, output = tmp_path / "nan.h5", tmp_path / "out.h5"
+    shutil.copy(GOOD["deconv"], bad)
+    with h5py.File(bad, "r+") as f:
+        f["waveforms"][4, 7] = float("nan")
+    options = ["--memory-budget", "1MB", "--collective-io"]
+    status, _, err = run_mpmd([["deconv", "--input", GOOD["deconv"], "--output", output, *options],
+                               ["deconv", "--input", bad, "--output", output, *options]])
+    assert_failed_once(tmp_path, status, err, output, EXIT_BAD_INPUT, bad.name, "NaN or Inf",
+                       "(on process 1)")
+
+
 # ------------------------------------------------- a rank killed mid-run
 
 def kpl_processes(unique):

@@ -105,6 +105,10 @@ struct DeconvolutionFileOptions {
   DeconvolutionOptions deconvolution;
   bool single_precision = false;
   std::int64_t memory_budget_bytes = std::int64_t(1) << 30;
+  // Several processes: chunks handed out as processes come free, each
+  // writing its rows alone (independent), or dealt round-robin with each
+  // round's rows written together (collective: MPI-IO aggregates them).
+  RowWrites row_writes = RowWrites::independent;
 };
 
 struct DeconvolutionSummary {

@@ -42,7 +42,8 @@ class ProcessGroup final : public kpl::ProcessGroup {
   void max(double* values, std::int64_t count) const override;
   void broadcast(std::string& text, int root = 0) const override;
   std::unique_ptr<WorkQueue> work_queue(std::int64_t total) const override;
-  std::unique_ptr<hdf5::OutputFile> create_output(const std::string& path) const override;
+  std::unique_ptr<hdf5::OutputFile> create_output(
+      const std::string& path, RowWrites rows = RowWrites::independent) const override;
 
  private:
   MPI_Comm communicator_ = MPI_COMM_NULL;

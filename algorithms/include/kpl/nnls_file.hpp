@@ -14,6 +14,7 @@ namespace kpl {
 struct NnlsFileOptions {
   NnlsOptions nnls;
   bool single_precision = false;
+  RowWrites row_writes = RowWrites::independent;  // several processes: DeconvolutionFileOptions'
 };
 
 struct NnlsFileSummary {

@@ -29,6 +29,9 @@ class WorkQueue {
   virtual void drain() = 0;
 };
 
+// How the processes of a group write their rows of a shared output file.
+enum class RowWrites { independent, collective };
+
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
@@ -50,13 +53,18 @@ class ProcessGroup {
   // closed and committed together; each process writes its own rows with
   // write_rows(), and write() / attributes take rank 0's values. commit()
   // is collective and renames once. After a failure agreed by agree(), the
-  // files are abandoned together (their destructors).
-  virtual std::unique_ptr<hdf5::OutputFile> create_output(const std::string& path) const = 0;
+  // files are abandoned together (their destructors). RowWrites::collective:
+  // write_rows() is a collective transfer (MPI-IO's two-phase I/O), so every
+  // process calls it for every dataset of a round, with an empty View when it
+  // has no rows (share_work_in_rounds).
+  virtual std::unique_ptr<hdf5::OutputFile> create_output(
+      const std::string& path, RowWrites rows = RowWrites::independent) const = 0;
 
   bool is_single() const { return size() == 1; }
 };
 
-// One process, no communication: reductions return their input.
+// One process, no communication: reductions return their input (and its
+// outputs ignore RowWrites).
 const ProcessGroup& single_process();
 
 // Rows [first, first + count) of `total` that process `rank` of the group
@@ -113,6 +121,34 @@ void share_work(const ProcessGroup& group, std::int64_t total, Work&& work) {
       queue->drain();
       throw;
     }
+  });
+}
+
+// The schedule for collective row writes (RowWrites::collective): in round
+// r process p takes item r R + p, and where none is left it calls idle(),
+// which takes part in the round's collective writes with no rows. A process
+// whose work fails before writing goes on with idle() to the last round, so
+// that the others' collective calls complete; the failure is then agreed.
+// (A failure inside a collective write itself is not survived.)
+template <class Work, class Idle>
+void share_work_in_rounds(const ProcessGroup& group, std::int64_t total, Work&& work, Idle&& idle) {
+  const std::int64_t processes = group.size();
+  const std::int64_t rounds = (total + processes - 1) / processes;
+  agreed(group, [&] {
+    std::exception_ptr failure;
+    for (std::int64_t round = 0; round < rounds; ++round) {
+      const std::int64_t item = round * processes + group.rank();
+      if (!failure && item < total) {
+        try {
+          work(item);
+          continue;
+        } catch (...) {
+          failure = std::current_exception();
+        }
+      }
+      idle();
+    }
+    if (failure) std::rethrow_exception(failure);
   });
 }
 

@@ -121,6 +121,11 @@ struct SharedOutput {
   std::int64_t file_access = -1;
   std::string partial_path;
   bool leader = false;
+  // The transfer property list of write_rows() (an hid_t, copied); -1: the
+  // default, independent. With a collective one every process calls
+  // write_rows() for the same datasets in the same order, those without rows
+  // with an empty View (its other extents the dataset's).
+  std::int64_t row_transfer = -1;
 };
 
 // An HDF5 file being written: its target checked (require_writable_target),
@@ -177,6 +182,7 @@ class OutputFile {
   bool committed_ = false;
   bool shared_ = false;     // opened by several processes (SharedOutput)
   bool leader_ = true;      // writes whole datasets and renames
+  std::int64_t row_transfer_ = -1;  // hid_t of write_rows()' transfers; -1: default
 };
 
 }  // namespace kpl::hdf5

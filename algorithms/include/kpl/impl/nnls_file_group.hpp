@@ -77,5 +77,17 @@ void require_finite_rows(const hdf5::InputFile& input, const std::string& datase
   hdf5::impl::check_finite(input.path(), dataset, rows.data(), extents, std::size_t(first));
 }
 
+// The chunks over the group: handed out dynamically with independent row
+// writes, or dealt in rounds with collective ones (RowWrites), where
+// `write_nothing()` is a process's empty part of a round's writes.
+template <class Solve, class WriteNothing>
+void share_chunks(const ProcessGroup& group, RowWrites writes, std::int64_t chunks, Solve&& solve,
+                  WriteNothing&& write_nothing) {
+  if (writes == RowWrites::collective && !group.is_single())
+    share_work_in_rounds(group, chunks, solve, write_nothing);
+  else
+    share_work(group, chunks, solve);
+}
+
 }  // namespace impl
 }  // namespace kpl

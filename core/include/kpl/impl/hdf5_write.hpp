@@ -32,7 +32,8 @@ void write_raw(const std::string& path, std::int64_t file, bool committed,
                const std::vector<std::size_t>& extents);
 void write_raw_rows(const std::string& path, std::int64_t file, bool committed,
                     const std::string& dataset, element_type type, const void* data,
-                    std::size_t first_row, const std::vector<std::size_t>& extents);
+                    std::size_t first_row, const std::vector<std::size_t>& extents,
+                    std::int64_t transfer);
 
 template <class View>
 std::vector<std::size_t> extents_of(const View& view) {
@@ -106,7 +107,7 @@ void OutputFile::write_rows(const std::string& dataset, std::size_t first_row, c
     throw runtime_error("OutputFile::write_rows: the View is not contiguous");
   impl::write_raw_rows(path_, file_, committed_, dataset,
                        impl::element_type_of<typename View::non_const_value_type>(), view.data(),
-                       first_row, impl::extents_of(view));
+                       first_row, impl::extents_of(view), row_transfer_);
 }
 
 template <class T>
