@@ -271,13 +271,14 @@ void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
 // B^T W B in exact parts (kpl::cross_product_parts) over rows [first, first +
 // count) of X, on `grid`: the host copy of parts [3 p k k]. strategy: 0 the
 // space's own, 1 the GPU one with teams of up to 2 threads and chunks of
-// rows_per_team, 2 the CPU one with chunks of rows_per_team (host only).
+// rows_per_team, 2 the CPU one with chunks of rows_per_team (host only);
+// `bounds`: the rows' CrossProductBounds.
 template <class Space, class T>
 std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVector& host_w,
                                         std::int64_t first, std::int64_t count, int k, int degree,
                                         const kpl::ExactSumGrid& grid, int strategy = 0,
                                         std::int64_t rows_per_team = 700,
-                                        double* term_bound = nullptr) {
+                                        kpl::CrossProductBounds* bounds = nullptr) {
   using Memory = typename Space::memory_space;
   Space space;
   const std::int64_t p = host_X.extent(1);
@@ -292,7 +293,7 @@ std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVect
   kpl::CompactBasis<T, Memory> basis("basis", p, count, degree + 1, k);
   kpl::build_bspline_basis(space, on_device<Space>(X), on_device<Space>(meshes), basis);
   const auto device_w = on_device<Space>(w);
-  if (term_bound) *term_bound = kpl::cross_product_term_bound(space, basis, device_w);
+  if (bounds) *bounds = kpl::cross_product_bounds(space, basis, device_w);
   const std::int64_t entries = p * k * k, parts = kpl::ExactSumGrid::parts;
   Kokkos::View<double*, Memory> out("parts", parts * entries);
   if (strategy == 0) {
@@ -300,8 +301,7 @@ std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVect
   } else {
     const std::int64_t chunks =
         std::max<std::int64_t>(1, (count + rows_per_team - 1) / rows_per_team);
-    Kokkos::View<double*, Memory> partials("partials", parts * p * chunks * k * k);
-    const kpl::impl::ChunkSums<decltype(out)> sums{out, partials, chunks, k * k};
+    const kpl::impl::ExactPartSums<decltype(out)> sums{out, chunks, k * k};
     if (strategy == 1) {
       kpl::impl::cross_product_parts_by_atomics(space, basis, device_w, -1, grid, rows_per_team,
                                                 sums, std::min(2, space.concurrency()));
@@ -309,7 +309,6 @@ std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVect
       kpl::impl::cross_product_parts_in_row_order(space, basis, device_w, -1, grid, rows_per_team,
                                                   sums);
     }
-    if (chunks > 1) kpl::impl::add_chunks_in_order(space, partials, parts * p, chunks, k * k, out);
   }
   const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   return std::vector<double>(host.data(), host.data() + host.size());
@@ -335,14 +334,19 @@ void check_exact_parts(std::int64_t n, std::int64_t p, int k, int degree) {
       const auto row = reference_row({-0.05, 1.15 + 0.1 * j, k, degree}, host_X(i, j));
       for (int a = 0; a < k; ++a) dense(i, j * k + a) = row[a];
     }
-  // The grid from both halves' bounds, as processes agree on it.
+  // The grid from both parts' bounds, each factor's largest taken first as
+  // processes agree on it: the bound of all rows, which one process uses.
   const std::int64_t half = n / 3;
-  double bound_first = 0, bound_second = 0;
+  kpl::CrossProductBounds first_rows, last_rows, all_rows;
   const auto probe = kpl::ExactSumGrid::covering(1, n);
-  exact_parts_of_rows<Space, T>(host_X, host_w, 0, half, k, degree, probe, 0, 700, &bound_first);
+  exact_parts_of_rows<Space, T>(host_X, host_w, 0, half, k, degree, probe, 0, 700, &first_rows);
   exact_parts_of_rows<Space, T>(host_X, host_w, half, n - half, k, degree, probe, 0, 700,
-                                &bound_second);
-  const auto grid = kpl::ExactSumGrid::covering(std::max(bound_first, bound_second), n);
+                                &last_rows);
+  exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, probe, 0, 700, &all_rows);
+  const kpl::CrossProductBounds agreed{std::max(first_rows.weight, last_rows.weight),
+                                       std::max(first_rows.value, last_rows.value)};
+  EXPECT_EQ(agreed.term(), all_rows.term());
+  const auto grid = kpl::ExactSumGrid::covering(agreed.term(), n);
   const auto all = exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid);
   auto split = exact_parts_of_rows<Space, T>(host_X, host_w, 0, half, k, degree, grid);
   const auto second =
@@ -392,10 +396,10 @@ KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfNonFiniteAndZeroWeights) {
   EXPECT_EQ(none, std::vector<double>(none.size(), 0.0));
   for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
     for (std::int64_t i = 0; i < 50; ++i) host_w(i) = i == 7 ? bad : 1.0;
-    double bound = 0;
+    kpl::CrossProductBounds bounds;
     exact_parts_of_rows<TypeParam, double>(host_X, host_w, 0, 50, 6, 3,
-                                           kpl::ExactSumGrid::covering(1, 50), 0, 700, &bound);
-    const auto grid = kpl::ExactSumGrid::covering(bound, 50);
+                                           kpl::ExactSumGrid::covering(1, 50), 0, 700, &bounds);
+    const auto grid = kpl::ExactSumGrid::covering(bounds.term(), 50);
     const auto parts = exact_parts_of_rows<TypeParam, double>(host_X, host_w, 0, 50, 6, 3, grid);
     int not_a_number = 0;
     for (std::int64_t e = 0; e < 36; ++e) not_a_number += std::isnan(grid.value(parts, 36, e));

@@ -93,8 +93,9 @@ class CollectiveTransfer {
   explicit CollectiveTransfer(bool collective) {
     if (!collective) return;
     list_ = H5Pcreate(H5P_DATASET_XFER);
-    if (list_ < 0 || H5Pset_dxpl_mpio(list_, H5FD_MPIO_COLLECTIVE) < 0)
-      throw runtime_error("parallel HDF5: cannot set up collective transfers");
+    if (list_ >= 0 && H5Pset_dxpl_mpio(list_, H5FD_MPIO_COLLECTIVE) >= 0) return;
+    if (list_ >= 0) H5Pclose(list_);
+    throw runtime_error("parallel HDF5: cannot set up collective transfers");
   }
   ~CollectiveTransfer() {
     if (list_ >= 0) H5Pclose(list_);

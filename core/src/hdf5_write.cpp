@@ -79,16 +79,20 @@ OutputFile::OutputFile(std::string path, const SharedOutput& shared)
     : path_(std::move(path)), shared_(true), leader_(shared.leader) {
   QuietErrors quiet;
   require_writable_target(path_);
+  // A process left with the default (independent) list would skip the
+  // others' collective calls: fail here instead.
+  if (shared.row_transfer >= 0 && (row_transfer_ = H5Pcopy(shared.row_transfer)) < 0)
+    throw runtime_error("cannot write " + in_quotes(path_) + ": cannot copy its transfer list");
   partial_path_ = shared.partial_path;
   registration_ = register_partial(partial_path_);
   file_ = H5Fcreate(partial_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, shared.file_access);
   if (file_ < 0) {
     unregister_partial(registration_);
     registration_ = -1;
+    if (row_transfer_ >= 0) H5Pclose(row_transfer_);
     throw input_error("cannot write " + in_quotes(path_) + ": cannot create " +
                       in_quotes(partial_path_) + " (" + std::strerror(errno) + ")");
   }
-  if (shared.row_transfer >= 0) row_transfer_ = H5Pcopy(shared.row_transfer);
 }
 
 OutputFile::~OutputFile() {

@@ -7,11 +7,13 @@
 #include <kpl/resources.hpp>
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -186,19 +188,32 @@ TEST(ProcessGroup, AFailedItemStopsTheOthers) {
   EXPECT_LT(done, total - 1) << "the queue was not drained";
 }
 
-TEST(ProcessGroup, SharedOutputHoldsEveryRanksRows) {
+// Independent and collective row writes; with one row, the ranks past the
+// first take part in the collective write with none, and HDF5 says the
+// transfer was collective.
+class SharedOutput : public ::testing::TestWithParam<std::tuple<kpl::RowWrites, std::int64_t>> {};
+
+TEST_P(SharedOutput, HoldsEveryRanksRows) {
   World world;
+  const auto [writes, rows] = GetParam();
   const std::string directory = shared_directory(world.group, "shared");
   const std::string path = directory + "/out.h5";
-  const std::int64_t rows = 11, columns = 3;
+  const std::int64_t columns = 3;
   {
-    auto output = world.group.create_output(path);
+    auto output = world.group.create_output(path, writes);
     output->create_dataset<double>("/values", {std::size_t(rows), std::size_t(columns)});
     const auto block = kpl::row_block(world.group, rows);
     kpl::hdf5::HostArray<double, 2> mine("mine", block.count, columns);
     for (std::int64_t i = 0; i < block.count; ++i)
       for (std::int64_t j = 0; j < columns; ++j) mine(i, j) = 10.0 * (block.first + i) + j;
     output->write_rows("/values", block.first, mine);
+    if (writes == kpl::RowWrites::independent || world.size == 1) {
+      EXPECT_EQ(output->row_transfer() >= 0, writes == kpl::RowWrites::collective);
+    } else {
+      H5D_mpio_actual_io_mode_t mode = H5D_MPIO_NO_COLLECTIVE;
+      ASSERT_GE(H5Pget_mpio_actual_io_mode(output->row_transfer(), &mode), 0);
+      EXPECT_NE(mode, H5D_MPIO_NO_COLLECTIVE) << "rank " << world.rank;
+    }
     kpl::hdf5::HostArray<std::int64_t, 1> leaders("leader", 1);
     leaders(0) = world.rank;  // rank 0's value is the one stored
     output->write("/leader", leaders);
@@ -219,6 +234,12 @@ TEST(ProcessGroup, SharedOutputHoldsEveryRanksRows) {
   world.group.sum(&nothing, 1);  // everyone has read before rank 0 cleans up
   if (world.rank == 0) std::filesystem::remove_all(directory);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    ProcessGroup, SharedOutput,
+    ::testing::Values(std::make_tuple(kpl::RowWrites::independent, std::int64_t{11}),
+                      std::make_tuple(kpl::RowWrites::collective, std::int64_t{11}),
+                      std::make_tuple(kpl::RowWrites::collective, std::int64_t{1})));
 
 TEST(ProcessGroup, AFailureBeforeCommitLeavesNothing) {
   World world;

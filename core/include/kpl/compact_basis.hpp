@@ -188,15 +188,22 @@ struct ExactSumGrid {
   }
 };
 
-// max |w(i)| x (the largest |basis value|)^2 over the basis' rows: the
-// term_bound of ExactSumGrid::covering for these rows (take the largest over
-// all processes).
+// The largest |w(i)| and |basis value| over a basis' rows (0 without rows).
+// ExactSumGrid's term bound is weight x value^2 with each factor's largest
+// over all rows ever added together: over several processes, take each
+// factor's maximum first (the product of one process's two need not be the
+// others'), so that the grid is the one a single process would use.
+struct CrossProductBounds {
+  double weight = 0;
+  double value = 0;
+  double term() const { return weight * value * value; }
+};
+
 template <class ExecutionSpace, class T, class MemorySpace, class WView>
-double cross_product_term_bound(const ExecutionSpace& space,
-                                const CompactBasis<T, MemorySpace>& basis, const WView& w) {
-  if (basis.rows() == 0 || basis.blocks() == 0) return 0;
-  const double values = impl::value_bound(space, basis);
-  return impl::largest_weight(space, w) * values * values;
+CrossProductBounds cross_product_bounds(const ExecutionSpace& space,
+                                        const CompactBasis<T, MemorySpace>& basis, const WView& w) {
+  if (basis.rows() == 0 || basis.blocks() == 0) return {};
+  return {impl::largest_weight(space, w), impl::value_bound(space, basis)};
 }
 
 // cross_products' sums as ExactSumGrid::parts exact parts: parts[l p k k + e]
@@ -207,8 +214,7 @@ double cross_product_term_bound(const ExecutionSpace& space,
 template <class ExecutionSpace, class T, class MemorySpace, class WView, class PartsView>
 void cross_product_parts(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basis,
                          const WView& w, std::int64_t partner, const ExactSumGrid& grid,
-                         const PartsView& parts,
-                         CompactProductWorkspace<MemorySpace>* workspace = nullptr) {
+                         const PartsView& parts) {
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
   if (partner >= blocks)
@@ -221,13 +227,9 @@ void cross_product_parts(const ExecutionSpace& space, const CompactBasis<T, Memo
     throw std::invalid_argument("kpl::cross_product_parts: parts holds " +
                                 std::to_string(parts.extent(0)) + " values, not " +
                                 std::to_string(ExactSumGrid::parts * blocks * entries));
-  if (rows == 0 || blocks == 0) {
-    Kokkos::deep_copy(space, parts, typename PartsView::non_const_value_type(0));
-    return;
-  }
-  CompactProductWorkspace<MemorySpace> local_workspace;
-  impl::compact_cross_product_parts(space, basis, w, partner, grid, parts,
-                                    workspace ? *workspace : local_workspace);
+  Kokkos::deep_copy(space, parts, typename PartsView::non_const_value_type(0));
+  if (rows == 0 || blocks == 0) return;
+  impl::compact_cross_product_parts(space, basis, w, partner, grid, parts);
 }
 
 }  // namespace kpl

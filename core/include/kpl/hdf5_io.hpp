@@ -148,6 +148,10 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   const std::string& path() const { return path_; }
+  // The transfer property list write_rows() uses (an hid_t; -1: HDF5's
+  // default): after a collective write, H5Pget_mpio_actual_io_mode on it says
+  // how MPI-IO did it.
+  std::int64_t row_transfer() const { return row_transfer_; }
 
   // Writes a host View of rank 1 to 3, in any layout, row-major into the file.
   // Intermediate groups in the dataset's path are created.

@@ -127,10 +127,13 @@ Kokkos::View<double*, Kokkos::HostSpace> GamBooster<ExecutionSpace, T>::gram_ove
     parts = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::gram_parts"),
                    ExactSumGrid::parts * entries);
   });
-  double term_bound = kpl::cross_product_term_bound(space_, basis_, run.weights);
-  group_->max(&term_bound, 1);
-  const auto grid = ExactSumGrid::covering(term_bound, total_rows_);
-  kpl::cross_product_parts(space_, basis_, run.weights, -1, grid, parts, &product_workspace_);
+  // Each factor's largest over the group: the grid one process would use.
+  const auto bounds = kpl::cross_product_bounds(space_, basis_, run.weights);
+  double largest[2] = {bounds.weight, bounds.value};
+  group_->max(largest, 2);
+  const auto grid =
+      ExactSumGrid::covering(CrossProductBounds{largest[0], largest[1]}.term(), total_rows_);
+  kpl::cross_product_parts(space_, basis_, run.weights, -1, grid, parts);
   auto host_parts = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), parts);
   if (!group_->is_single())
     group_->sum(host_parts.data(), static_cast<std::int64_t>(host_parts.size()));

@@ -62,10 +62,11 @@ inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOp
                        ? checked_bytes({rows, learners, k}, std::uint64_t(element_size))
                        : 0});
   // y, f, u, fold weights and the float copies; c, steps, scores,
-  // coefficients; the learners' k x k matrices (Gram, inverse, reduction).
+  // coefficients; the learners' k x k matrices (Gram, inverse, reduction,
+  // and the Gram's three exact parts while it is summed).
   const std::int64_t booster = checked_sum(
       {checked_bytes({rows, 4}, sizeof(double)), checked_bytes({learners, k, 4}, sizeof(double)),
-       checked_bytes({learners, k, k, 3}, sizeof(double)),
+       checked_bytes({learners, k, k, 6}, sizeof(double)),
        checked_bytes({std::uint64_t(options.mstop) + 1, 2}, sizeof(double))});
   const std::int64_t fold_boosters =
       booster < 0 ? -1 : checked_bytes({std::uint64_t(folds)}, std::uint64_t(booster));

@@ -40,7 +40,8 @@ KOKKOS_INLINE_FUNCTION void slice_term(double term, const double (&extractor)[Pa
 }
 
 // CPU: one thread per (block, chunk) adds each row's slices in row order (the
-// order does not matter to the bits; the loop is cross_products').
+// order does not matter to the bits; the loop is cross_products'). Output:
+// ExactPartSums, or ChunkSums with (part, block) pairs part-major as blocks.
 template <class Grid, class FirstView, class ValuesView, class WView, class Output>
 struct CrossProductPartsInRowOrder {
   FirstView first;
@@ -175,26 +176,33 @@ void cross_product_parts_in_row_order(const ExecutionSpace& space, const Basis& 
               basis.blocks(), basis.basis_size, basis.width()});
 }
 
-// parts = the exact parts of B^T W B_partner over the basis' rows, chunks
-// summed by the space's strategy and then added (exactly, so in any order).
-template <class ExecutionSpace, class Grid, class Basis, class WView, class PartsView,
-          class Workspace>
+// Where a team's sums go: added to the parts with atomics (exact, so in
+// any order), which must be zero beforehand; no per-chunk partials.
+template <class PartsView>
+struct ExactPartSums {
+  PartsView parts;
+  std::int64_t chunks, entries;
+  KOKKOS_INLINE_FUNCTION void store(std::int64_t part_block, std::int64_t, std::int64_t entry,
+                                    double total) const {
+    if (total != 0) Kokkos::atomic_add(&parts(part_block * entries + entry), total);
+  }
+};
+
+// parts += the exact parts of B^T W B_partner over the basis' rows, chunks
+// summed by the space's strategy (parts zero beforehand).
+template <class ExecutionSpace, class Grid, class Basis, class WView, class PartsView>
 void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis, const WView& w,
-                                 std::int64_t partner, const Grid& grid, const PartsView& parts,
-                                 Workspace& workspace) {
+                                 std::int64_t partner, const Grid& grid, const PartsView& parts) {
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
   const std::int64_t rows_per_team = cross_rows_per_team(space, rows, blocks);
   const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
-  const std::int64_t part_blocks = Grid::parts * blocks;
-  const ChunkSums<PartsView> output{
-      parts, workspace.reserve(chunks > 1 ? part_blocks * chunks * entries : 0), chunks, entries};
+  const ExactPartSums<PartsView> output{parts, chunks, entries};
   if constexpr (compact_basis_on_host<ExecutionSpace>)
     cross_product_parts_in_row_order(space, basis, w, partner, grid, rows_per_team, output);
   else
     cross_product_parts_by_atomics(space, basis, w, partner, grid, rows_per_team, output,
                                    compact_team_size<ExecutionSpace>());
-  if (chunks > 1) add_chunks_in_order(space, output.partials, part_blocks, chunks, entries, parts);
 }
 
 // max |w(i)| over the rows (1 for an empty w).
