@@ -9,6 +9,7 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace kpl::mpi {
 namespace {
@@ -68,40 +69,26 @@ class CounterQueue final : public WorkQueue {
   MPI_Win window_ = MPI_WIN_NULL;
 };
 
-// An HDF5 file-access property list for MPI-IO on the communicator.
-class MpioAccess {
+// An HDF5 property list, closed with its owner; get() is -1 for none
+// (HDF5's default list).
+class PropertyList {
  public:
-  explicit MpioAccess(MPI_Comm communicator) : list_(H5Pcreate(H5P_FILE_ACCESS)) {
-    if (list_ < 0 || H5Pset_fapl_mpio(list_, communicator, MPI_INFO_NULL) < 0)
-      throw runtime_error("parallel HDF5: cannot set up MPI-IO file access");
+  PropertyList() = default;
+  // A new list of class `kind` that configure(list) sets up (a negative
+  // return: it could not); throws runtime_error naming `what` otherwise.
+  template <class Configure>
+  PropertyList(hid_t kind, Configure&& configure, const char* what) : list_(H5Pcreate(kind)) {
+    if (list_ >= 0 && configure(list_) >= 0) return;
+    if (list_ >= 0) H5Pclose(list_);
+    throw runtime_error(std::string("parallel HDF5: cannot set up ") + what);
   }
-  ~MpioAccess() {
+  PropertyList(PropertyList&& other) noexcept : list_(std::exchange(other.list_, -1)) {}
+  PropertyList(const PropertyList&) = delete;
+  PropertyList& operator=(const PropertyList&) = delete;
+  PropertyList& operator=(PropertyList&&) = delete;
+  ~PropertyList() {
     if (list_ >= 0) H5Pclose(list_);
   }
-  MpioAccess(const MpioAccess&) = delete;
-  MpioAccess& operator=(const MpioAccess&) = delete;
-  hid_t get() const { return list_; }
-
- private:
-  hid_t list_;
-};
-
-// The transfer list of collective row writes (-1 for independent ones: the
-// default list).
-class CollectiveTransfer {
- public:
-  explicit CollectiveTransfer(bool collective) {
-    if (!collective) return;
-    list_ = H5Pcreate(H5P_DATASET_XFER);
-    if (list_ >= 0 && H5Pset_dxpl_mpio(list_, H5FD_MPIO_COLLECTIVE) >= 0) return;
-    if (list_ >= 0) H5Pclose(list_);
-    throw runtime_error("parallel HDF5: cannot set up collective transfers");
-  }
-  ~CollectiveTransfer() {
-    if (list_ >= 0) H5Pclose(list_);
-  }
-  CollectiveTransfer(const CollectiveTransfer&) = delete;
-  CollectiveTransfer& operator=(const CollectiveTransfer&) = delete;
   hid_t get() const { return list_; }
 
  private:
@@ -157,8 +144,17 @@ std::unique_ptr<hdf5::OutputFile> ProcessGroup::create_output(const std::string&
   std::string partial = path + ".partial-" + std::to_string(::getpid());
   broadcast(partial);
   agreed(*this, [&] { hdf5::require_writable_target(path); });
-  const MpioAccess access(communicator_);
-  const CollectiveTransfer transfer(rows == RowWrites::collective);
+  const PropertyList access(
+      H5P_FILE_ACCESS,
+      [&](hid_t list) { return H5Pset_fapl_mpio(list, communicator_, MPI_INFO_NULL); },
+      "MPI-IO file access");
+  const PropertyList transfer =
+      rows == RowWrites::collective
+          ? PropertyList(
+                H5P_DATASET_XFER,
+                [](hid_t list) { return H5Pset_dxpl_mpio(list, H5FD_MPIO_COLLECTIVE); },
+                "collective transfers")
+          : PropertyList();
   return agreed(*this, [&] {
     return std::make_unique<hdf5::OutputFile>(
         path, hdf5::SharedOutput{access.get(), partial, rank_ == 0, transfer.get()});
