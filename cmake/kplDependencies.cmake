@@ -38,6 +38,8 @@ if(DEFINED Kokkos_COMPILE_LANGUAGE AND NOT Kokkos_COMPILE_LANGUAGE STREQUAL "CXX
 else()
   set(kpl_kokkos_language CXX)
 endif()
+# Seen by kpl_kokkos_sources() in a project that pulled kpl in as a subproject.
+set_property(GLOBAL PROPERTY kpl_kokkos_language ${kpl_kokkos_language})
 
 # MPI (kpl/mpi.hpp, `mpirun kpl ...`) needs MPI and a parallel HDF5 built on
 # it. Debian installs the parallel HDF5 (libhdf5-openmpi-dev) beside the

@@ -1,5 +1,5 @@
 # `cmake --install` exports kplConfig.cmake so that an HPC code can write
-#   find_package(kpl REQUIRED)
+#   find_package(kpl 0.1 REQUIRED COMPONENTS core algorithms)
 #   target_link_libraries(app PRIVATE kpl::core)
 include(CMakePackageConfigHelpers)
 set(KPL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kpl)
@@ -15,3 +15,4 @@ install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/kplConfigVersion.cmake
   cmake/kplKokkosSources.cmake
   DESTINATION ${KPL_INSTALL_CMAKEDIR})
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kpl)

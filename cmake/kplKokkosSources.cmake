@@ -2,8 +2,15 @@
 # language Kokkos was built for. For CXX (nvcc_wrapper, Serial, OpenMP) this
 # changes nothing; for Kokkos_ENABLE_COMPILE_AS_CMAKE_LANGUAGE builds it marks
 # the sources as CUDA, as Kokkos requires.
+#
+# The language comes from the kpl_kokkos_language variable (kplConfig.cmake
+# sets it where find_package is called) or, where kpl is a subproject whose
+# variables the caller does not see, from the global property of that name.
 function(kpl_kokkos_sources target)
-  if(kpl_kokkos_language STREQUAL "CXX")
+  if(NOT kpl_kokkos_language)
+    get_property(kpl_kokkos_language GLOBAL PROPERTY kpl_kokkos_language)
+  endif()
+  if(NOT kpl_kokkos_language OR kpl_kokkos_language STREQUAL "CXX")
     return()
   endif()
   get_target_property(sources ${target} SOURCES)
