@@ -3,6 +3,8 @@
 // order so that the same inputs give the same bits on every run.
 #pragma once
 
+#include <kpl/bspline.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -108,6 +110,39 @@ void with_width(int width, const RowsOf& rows_of) {
     rows_of(std::integral_constant<int, 4>());
   else
     rows_of(width);
+}
+
+// The terms of B_j^T W B_other over rows [begin, end), row by row (a CPU
+// team's chunk, host only): add(entry, term) for each row's width x width
+// outer product, entry = a k + b of the k x k result and term = (w(i) scale
+// B_j(i, a)) B_other(i, b) in Sum; rows of weight zero are skipped. Raw
+// streams, cubic splines unrolled. Shared by cross_products and
+// cross_product_parts.
+template <class Sum, class FirstView, class ValuesView, class WView, class Add>
+void for_each_cross_product_term(const FirstView& first, const ValuesView& values, const WView& w,
+                                 std::int64_t j, std::int64_t other, std::int64_t begin,
+                                 std::int64_t end, int k, int width, Sum scale, const Add& add) {
+  using T = typename ValuesView::non_const_value_type;
+  const bool weighted = w.extent(0) != 0;
+  const int* row_columns = &first(j, 0);
+  const int* partner_columns = &first(other, 0);
+  const T* row_values = &values(j, 0, 0);
+  const T* partner_values = &values(other, 0, 0);
+  const std::int64_t stride = values.stride(1);
+  with_width(width, [&](auto width_constant) {
+    const int width_ = width_value(width_constant);
+    for (std::int64_t i = begin; i < end; ++i) {
+      const Sum weight = weighted ? Sum(w(i)) : Sum(1);
+      if (weight == Sum(0)) continue;
+      Sum right[bspline_max_degree + 1];
+      for (int r = 0; r < width_; ++r) right[r] = Sum(partner_values[r * stride + i]);
+      const std::int64_t corner = std::int64_t(row_columns[i]) * k + partner_columns[i];
+      for (int q = 0; q < width_; ++q) {
+        const Sum left = weight * scale * Sum(row_values[q * stride + i]);
+        for (int r = 0; r < width_; ++r) add(corner + q * k + r, left * right[r]);
+      }
+    }
+  });
 }
 
 }  // namespace impl

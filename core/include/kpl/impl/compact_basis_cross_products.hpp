@@ -35,33 +35,14 @@ struct CrossProductsInRowOrder {
 
   void operator()(const std::int64_t team) const {
     using Sum = typename decltype(output.out)::non_const_value_type;
-    using T = typename ValuesView::non_const_value_type;
     const std::int64_t chunks = output.chunks;
     const std::int64_t j = team / chunks, chunk = team % chunks;
-    const std::int64_t other = partner < 0 ? j : partner;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    const bool weighted = w.extent(0) != 0;
     std::vector<Sum> sums(std::size_t(k) * k, Sum(0));
-    const int* row_columns = &first(j, 0);
-    const int* partner_columns = &first(other, 0);
-    const T* row_values = &values(j, 0, 0);
-    const T* partner_values = &values(other, 0, 0);
-    const std::int64_t stride = values.stride(1);
-    with_width(width, [&](auto width_constant) {
-      const int width_ = width_value(width_constant);
-      for (std::int64_t i = begin; i < end; ++i) {
-        const Sum weight = weighted ? Sum(w(i)) : Sum(1);
-        if (weight == Sum(0)) continue;
-        Sum right[bspline_max_degree + 1];
-        for (int r = 0; r < width_; ++r) right[r] = Sum(partner_values[r * stride + i]);
-        Sum* target = sums.data() + row_columns[i] * k + partner_columns[i];
-        for (int q = 0; q < width_; ++q) {
-          const Sum left = weight * Sum(row_values[q * stride + i]);
-          for (int r = 0; r < width_; ++r) target[q * k + r] += left * right[r];
-        }
-      }
-    });
+    for_each_cross_product_term(first, values, w, j, partner < 0 ? j : partner, begin, end, k,
+                                width, Sum(1),
+                                [&](std::int64_t entry, Sum term) { sums[entry] += term; });
     for (std::int64_t a = 0; a < std::int64_t(k) * k; ++a)
       output.store(j, chunk, a, double(sums[a]));
   }

@@ -53,38 +53,19 @@ struct CrossProductPartsInRowOrder {
   int k, width;
 
   void operator()(const std::int64_t team) const {
-    using T = typename ValuesView::non_const_value_type;
     constexpr int parts = Grid::parts;
     const std::int64_t chunks = output.chunks, entries = std::int64_t(k) * k;
     const std::int64_t j = team / chunks, chunk = team % chunks;
-    const std::int64_t other = partner < 0 ? j : partner;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    const bool weighted = w.extent(0) != 0;
     std::vector<double> sums(parts * entries, 0.0);
-    const int* row_columns = &first(j, 0);
-    const int* partner_columns = &first(other, 0);
-    const T* row_values = &values(j, 0, 0);
-    const T* partner_values = &values(other, 0, 0);
-    const std::int64_t stride = values.stride(1);
-    with_width(width, [&](auto width_constant) {
-      const int width_ = width_value(width_constant);
-      for (std::int64_t i = begin; i < end; ++i) {
-        const double weight = weighted ? double(w(i)) : 1.0;
-        if (weight == 0) continue;
-        double right[bspline_max_degree + 1];
-        for (int r = 0; r < width_; ++r) right[r] = double(partner_values[r * stride + i]);
-        const std::int64_t target = row_columns[i] * k + partner_columns[i];
-        for (int q = 0; q < width_; ++q) {
-          const double left = weight * grid.scale * double(row_values[q * stride + i]);
-          for (int r = 0; r < width_; ++r) {
-            double slices[parts];
-            slice_term(left * right[r], grid.extractor, slices);
-            for (int l = 0; l < parts; ++l) sums[l * entries + target + q * k + r] += slices[l];
-          }
-        }
-      }
-    });
+    for_each_cross_product_term(first, values, w, j, partner < 0 ? j : partner, begin, end, k,
+                                width, grid.scale, [&](std::int64_t entry, double term) {
+                                  double slices[parts];
+                                  slice_term(term, grid.extractor, slices);
+                                  for (int l = 0; l < parts; ++l)
+                                    sums[l * entries + entry] += slices[l];
+                                });
     for (int l = 0; l < parts; ++l)
       for (std::int64_t a = 0; a < entries; ++a)
         output.store(l * blocks + j, chunk, a, sums[l * entries + a]);
