@@ -1013,8 +1013,15 @@ KPL_EXECUTION_SPACE_TEST(Gam, CrossValidationPicksTheLeastOutOfFoldRisk) {
   const std::int64_t n = data.y.extent(0);
   std::vector<std::int64_t> order(n);
   for (std::int64_t i = 0; i < n; ++i) order[i] = i;
+  // Fisher-Yates over mt19937_64 outputs, j uniform in [0, i] by rejecting
+  // outputs below 2^64 mod (i + 1): the same permutation on every library.
   std::mt19937_64 generator(7);
-  std::shuffle(order.begin(), order.end(), generator);
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    const std::uint64_t count = i + 1, threshold = (0 - count) % count;
+    std::uint64_t value = generator();
+    while (value < threshold) value = generator();
+    std::swap(order[i], order[value % count]);
+  }
   for (int fold = 0; fold < 4; ++fold) {
     double sum = 0, count = 0;
     for (std::int64_t position = 0; position < n; ++position)

@@ -2,13 +2,13 @@
 #include <kpl/deconvolution.hpp>
 #include <kpl/error.hpp>
 #include <kpl/hdf5_io.hpp>
+#include <kpl/impl/portable_random.hpp>
 #include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -27,31 +27,29 @@ WaveformSimulator::WaveformSimulator(const DeconvolutionSimulation& simulation)
 SimulatedWaveforms WaveformSimulator::next(std::int64_t count) {
   const std::int64_t m = simulation_.samples, window = pulse_window;
   // One generator per block, seeded from the stream: blocks are reproducible.
-  std::mt19937_64 generator(state_);
-  state_ = generator();
-  std::uniform_real_distribution<double> width(15.0, 25.0), amplitude(0.2, 1.0);
-  std::uniform_int_distribution<int> returns(1, 4);
-  std::uniform_int_distribution<std::int64_t> position(0, m - window);
-  std::normal_distribution<double> noise(0.0, 1.0);
+  impl::PortableRandom random(state_);
+  state_ = random.bits();
   SimulatedWaveforms block{HostMatrix("waveforms", count, m), HostMatrix("pulse", count, window),
                            HostMatrix("x_true", count, m)};
   for (std::int64_t w = 0; w < count; ++w) {
     // A Gaussian whose +-3 sigma spans `width` samples, centred in the
     // window, peak 1.
-    const double sigma = width(generator) / 6.0;
+    const double sigma = random.uniform(15.0, 25.0) / 6.0;
     for (std::int64_t t = 0; t < window; ++t) {
       const double offset = (t - (window - 1) / 2.0) / sigma;
       block.pulses(w, t) = std::exp(-0.5 * offset * offset);
     }
-    const int return_count = returns(generator);
-    for (int r = 0; r < return_count; ++r)
-      block.truth(w, position(generator)) += amplitude(generator);
+    const auto return_count = random.between(1, 4);
+    for (std::int64_t r = 0; r < return_count; ++r) {
+      const auto position = random.between(0, m - window);
+      block.truth(w, position) += random.uniform(0.2, 1.0);
+    }
     // y = A x with the causal Toeplitz A (origin "start"), plus noise.
     for (std::int64_t i = 0; i < m; ++i) {
       double value = 0;
       for (std::int64_t t = 0; t < window && t <= i; ++t)
         value += block.pulses(w, t) * block.truth(w, i - t);
-      block.waveforms(w, i) = value + simulation_.noise * noise(generator);
+      block.waveforms(w, i) = random.normal(value, simulation_.noise);
     }
   }
   return block;

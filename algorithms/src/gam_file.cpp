@@ -1,6 +1,7 @@
 #include <kpl/config.hpp>
 #include <kpl/gam_file.hpp>
 #include <kpl/impl/nnls_file_group.hpp>
+#include <kpl/impl/portable_random.hpp>
 #include <kpl/resources.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -12,7 +13,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <random>
 #include <stdexcept>
 
 namespace kpl {
@@ -265,23 +265,22 @@ GamSimulatedData simulate_gam(const GamSimulation& simulation) {
     throw std::invalid_argument(
         "kpl::simulate_gam: need n >= 1, p >= 1, 0 <= informative <= p "
         "and a non-negative noise variance");
-  std::mt19937_64 generator(simulation.seed);
+  impl::PortableRandom random(simulation.seed);
   std::vector<std::int64_t> order(p);
   std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), generator);
+  random.shuffle(order.begin(), order.end());
   GamSimulatedData data;
   data.informative.assign(order.begin(), order.begin() + simulation.informative);
   std::sort(data.informative.begin(), data.informative.end());
   data.X = hdf5::HostArray<double, 2>("/X", n, p);
   data.y = hdf5::HostArray<double, 1>("/y", n);
-  std::uniform_real_distribution<double> uniform(0, 1);
-  std::normal_distribution<double> noise(0, std::sqrt(simulation.noise_variance));
+  const double noise_deviation = std::sqrt(simulation.noise_variance);
   const double two_pi = 2 * std::acos(-1.0);
   for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < p; ++j) data.X(i, j) = uniform(generator);
+    for (std::int64_t j = 0; j < p; ++j) data.X(i, j) = random.uniform();
     double value = 7;
     for (auto j : data.informative) value += 10 * std::sin(two_pi * data.X(i, j));
-    data.y(i) = value + noise(generator);
+    data.y(i) = random.normal(value, noise_deviation);
   }
   return data;
 }

@@ -123,7 +123,9 @@ GamModel fit_gam(const ExecutionSpace& space, const XView& X, const YView& y,
 }
 
 // K-fold cross-validation over iterations 0..options.mstop: fold f holds the
-// rows whose place in a permutation drawn from `seed` is f modulo K; each
+// rows whose place in a permutation drawn from `seed` (Fisher-Yates over
+// std::mt19937_64, the same on every library: impl/portable_random.hpp) is f
+// modulo K; each
 // fold's model is fitted (direct mode) on the other rows with the basis,
 // knots included, of all of them (as mboost's cvrisk reweights one model);
 // impl/gam_cross_validation.hpp runs them side by side. With a group, the

@@ -8,13 +8,13 @@
 #include <kpl/impl/gam_booster.hpp>
 #include <kpl/impl/gam_boosting_iteration.hpp>
 #include <kpl/impl/kokkos_compat.hpp>
+#include <kpl/impl/portable_random.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,8 +27,7 @@ namespace impl {
 inline std::vector<int> gam_fold_of(std::int64_t n, int folds, std::uint64_t seed) {
   std::vector<std::int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 generator(seed);
-  std::shuffle(order.begin(), order.end(), generator);
+  PortableRandom(seed).shuffle(order.begin(), order.end());
   std::vector<int> fold_of(n);
   for (std::int64_t position = 0; position < n; ++position)
     fold_of[order[position]] = static_cast<int>(position % folds);
