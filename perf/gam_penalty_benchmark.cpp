@@ -1,0 +1,124 @@
+// The df -> lambda step's generalised eigenproblem K v = d (G + 1e-9 K) v of
+// one base-learner (kpl/gam_penalty.hpp): kpl's own solver (Cholesky, L^-1 K
+// L^-T, Householder and implicit QL) against LAPACK's dsygvd through
+// OpenBLAS, on the G = B^T W B of a cubic B-spline basis of 2000 uniform
+// rows, k = 24, second differences: the GAM's default learner.
+//
+// Besides the time, each run reports the low 24 bits of the mantissa of the
+// smallest non-null eigenvalue (`low_bits`), exactly, and of the lambda that
+// gives df 4 (`lambda_low_bits`): run it under other OPENBLAS_NUM_THREADS or
+// OPENBLAS_CORETYPE values to see whether a solver's bits depend on them.
+// kpl needs them not to: the GAM's lambda must have the same bits on every
+// process of a group and for any thread count (issue "MPI scale-out").
+#include <kpl/bspline.hpp>
+#include <kpl/gam_penalty.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#ifdef KPL_PERF_HAVE_LAPACK
+extern "C" void dsygvd_(const int* itype, const char* jobz, const char* uplo, const int* n,
+                        double* a, const int* lda, double* b, const int* ldb, double* w,
+                        double* work, const int* lwork, int* iwork, const int* liwork, int* info);
+#endif
+
+namespace {
+
+constexpr int basis_size = 24;
+
+struct Problem {
+  std::vector<double> gram, penalty;
+};
+
+// G = B^T W B of the default learner at 2000 uniform x with weights in
+// [0.5, 1.5): the matrices a fit hands to the eigensolver.
+const Problem& learner_problem() {
+  static const Problem problem = [] {
+    Problem made;
+    made.gram.assign(basis_size * basis_size, 0.0);
+    made.penalty = kpl::difference_penalty(basis_size, 2);
+    kpl::BsplineMesh mesh;
+    mesh.basis_size = basis_size;
+    std::mt19937_64 engine(5);
+    double values[kpl::bspline_max_degree + 1];
+    for (int row = 0; row < 2000; ++row) {
+      const double x = double(engine() >> 11) * 0x1.0p-53;
+      const double weight = 0.5 + double(engine() >> 11) * 0x1.0p-53;
+      const int first = kpl::bspline_row(mesh, x, values);
+      for (int a = 0; a <= mesh.degree; ++a)
+        for (int b = 0; b <= mesh.degree; ++b)
+          made.gram[(first + a) * basis_size + first + b] += weight * values[a] * values[b];
+    }
+    return made;
+  }();
+  return problem;
+}
+
+double low_bits(double value) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return double(bits & 0xffffff);
+}
+
+// The smallest eigenvalue of the penalised part (the null space's are ~0)
+// and the lambda of df 4 (mboost's trace(2S - S^T S)).
+void report(benchmark::State& state, const std::vector<double>& descending) {
+  state.counters["low_bits"] = low_bits(descending[basis_size - 3]);
+  double low = 0, high = 1;
+  const auto df = [&](double lambda) {
+    return kpl::degrees_of_freedom(descending, lambda, kpl::DfDefinition::trace_2s_sts);
+  };
+  while (df(high) > 4) high *= 2;
+  for (int step = 0; step < 200 && high - low > 1e-16 * high; ++step)
+    (df(0.5 * (low + high)) > 4 ? low : high) = 0.5 * (low + high);
+  state.counters["lambda_low_bits"] = low_bits(0.5 * (low + high));
+}
+
+void BM_LearnerEigenvalues_Own(benchmark::State& state) {
+  const auto& problem = learner_problem();
+  std::vector<double> eigenvalues;
+  for (auto _ : state) {
+    eigenvalues = kpl::demmler_reinsch_eigenvalues(problem.gram, problem.penalty, basis_size);
+    benchmark::DoNotOptimize(eigenvalues.data());
+  }
+  report(state, eigenvalues);
+}
+BENCHMARK(BM_LearnerEigenvalues_Own)->Unit(benchmark::kMicrosecond);
+
+#ifdef KPL_PERF_HAVE_LAPACK
+// dsygvd(itype 1, eigenvalues only): A = K, B = G + 1e-9 K, as mboost's ridge.
+std::vector<double> lapack_eigenvalues(const Problem& problem) {
+  std::vector<double> a(problem.penalty), b(problem.gram), w(basis_size);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] += 1e-9 * problem.penalty[i];
+  const int itype = 1, n = basis_size, lwork = 2 * basis_size + 1, liwork = 1;
+  std::vector<double> work(lwork);
+  std::vector<int> iwork(liwork);
+  int info = 0;
+  dsygvd_(&itype, "N", "U", &n, a.data(), &n, b.data(), &n, w.data(), work.data(), &lwork,
+          iwork.data(), &liwork, &info);
+  if (info != 0) w.assign(basis_size, std::nan(""));
+  for (double& value : w) value = std::fabs(value);
+  std::sort(w.begin(), w.end(), std::greater<>());
+  return w;
+}
+
+void BM_LearnerEigenvalues_Lapack(benchmark::State& state) {
+  const auto& problem = learner_problem();
+  std::vector<double> eigenvalues;
+  for (auto _ : state) {
+    eigenvalues = lapack_eigenvalues(problem);
+    benchmark::DoNotOptimize(eigenvalues.data());
+  }
+  report(state, eigenvalues);
+}
+BENCHMARK(BM_LearnerEigenvalues_Lapack)->Unit(benchmark::kMicrosecond);
+#endif
+
+}  // namespace
