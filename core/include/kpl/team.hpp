@@ -117,6 +117,9 @@ KOKKOS_INLINE_FUNCTION void gemv(const Member& member, Transpose transpose,
 // op over element i of `input` (a 1-D View in global memory or scratch), by
 // the calling team; every thread returns the value (an empty input gives
 // op.identity()). Any operation of kpl/reduce_operations.hpp or the user's.
+// (kpl::team_reduce and kpl::vector_reduce of kpl/reduce.hpp combine one
+// value per thread or lane; this reduces a whole input, as kpl::reduce's
+// teams do.)
 template <class Member, class InputView, class Op>
 KOKKOS_INLINE_FUNCTION typename Op::value_type reduce(const Member& member, const InputView& input,
                                                       const Op& op) {
@@ -148,6 +151,8 @@ KOKKOS_INLINE_FUNCTION typename Op::value_type reduce(const Member& member, std:
 // from `scratch`, member.team_scratch(level) of a policy given at least
 // plan.scratch_bytes() at that level. A and b are only read; x is written
 // (its previous values are ignored). Mismatched extents abort the kernel.
+// On GPUs a vector length of 32 takes kpl::nnls' own path (the warp back
+// substitution); other lengths solve the triangle on one thread.
 template <class Member, class ExecutionSpace, class T, class AView, class BView, class XView>
 KOKKOS_INLINE_FUNCTION NnlsResult<T> nnls(
     const Member& member, const NnlsPlan<ExecutionSpace, T>& plan, const AView& A, const BView& b,
