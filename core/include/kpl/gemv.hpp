@@ -17,7 +17,8 @@
 // impl/gemv_thread_per_row.hpp), team_per_dot (§3.2.2,
 // impl/gemv_team_per_dot.hpp), partial_rows (§3.2.3,
 // impl/gemv_partial_rows.hpp). What automatic picks, and why:
-// impl/gemv_dispatch.hpp; how fast each is: perf/RESULTS.md.
+// impl/gemv_dispatch.hpp; how fast each is: perf/RESULTS.md. Inside a
+// user's own TeamPolicy kernel: kpl::team::gemv (kpl/team.hpp).
 #pragma once
 
 #include <Kokkos_Core.hpp>

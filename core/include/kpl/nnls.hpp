@@ -26,6 +26,8 @@
 // of w_j / G_j (x_j = 0) and |w_j| / G_j (x_j > 0); `converged` means
 // kkt_residual <= kkt_tolerance, every other status (NnlsStatus) says why
 // not, with x the last feasible iterate. Defaults: kpl/nnls_options.hpp.
+// One system inside a user's own TeamPolicy kernel: kpl::team::nnls
+// (kpl/team.hpp), the same team solve.
 #pragma once
 
 #include <kpl/impl/nnls_kkt_certificate.hpp>

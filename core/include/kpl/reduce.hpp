@@ -4,7 +4,8 @@
 //
 // The 1-D reduction is a tree after GPU Coder's reduction kernels: threads,
 // then vector lanes, then the team, then the teams (impl/reduce_tree.hpp).
-// Rows and columns: impl/reduce_matrix.hpp.
+// Rows and columns: impl/reduce_matrix.hpp. A whole input reduced by one
+// team inside a user's own kernel: kpl::team::reduce (kpl/team.hpp).
 #pragma once
 
 #include <kpl/impl/reduce_op_reducer.hpp>

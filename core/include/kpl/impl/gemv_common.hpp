@@ -58,7 +58,7 @@ struct GemvProblem {
 enum class GemvAccess { reduction_contiguous, outputs_contiguous, strided };
 
 template <class T>
-GemvAccess gemv_access(const GemvProblem<T>& problem) {
+KOKKOS_INLINE_FUNCTION GemvAccess gemv_access(const GemvProblem<T>& problem) {
   if (problem.length_stride == 1 && problem.x_stride == 1) return GemvAccess::reduction_contiguous;
   if (problem.output_stride == 1) return GemvAccess::outputs_contiguous;
   return GemvAccess::strided;

@@ -130,9 +130,10 @@ void launch_gemv(const ExecutionSpace& space, const GemvProblem<T>& problem,
 
 // The kernels' view of y = alpha op(A) x + beta y for 2-D A (batch of one)
 // or 3-D A [batch, m, n]: outputs along op(A)'s rows, strides in elements.
+// (Also on the device: kpl::team::gemv.)
 template <class T, class AView, class XView, class YView>
-GemvProblem<T> gemv_problem(Transpose transpose, T alpha, const AView& A, const XView& x, T beta,
-                            const YView& y) {
+KOKKOS_INLINE_FUNCTION GemvProblem<T> gemv_problem(Transpose transpose, T alpha, const AView& A,
+                                                   const XView& x, T beta, const YView& y) {
   constexpr int first = AView::rank == 3 ? 1 : 0;  // A's row dimension
   const bool normal = transpose == Transpose::no;
   const auto rows = static_cast<std::int64_t>(A.extent(first));

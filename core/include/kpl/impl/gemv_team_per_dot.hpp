@@ -4,12 +4,14 @@
 //
 // Each thread of a team owns one output (team_size outputs per team, the
 // seed's M'), and its P vector lanes split the dot product, then combine by
-// Kokkos' vector reduction (warp shuffles, log2 P steps, on CUDA). With
+// Kokkos' vector reduction (warp shuffles, log2 P steps, on CUDA): the team
+// level of impl/gemv_team.hpp, which kpl::team::gemv runs too. With
 // Width > 1 each lane reads 16-byte packs of the row and of x.
 #pragma once
 
 #include <kpl/execution_spaces.hpp>
 #include <kpl/impl/gemv_common.hpp>
+#include <kpl/impl/gemv_team.hpp>
 #include <kpl/impl/pack.hpp>
 #include <kpl/reduce.hpp>
 
@@ -27,67 +29,14 @@ struct LanesPerDot {
   std::int64_t teams_per_batch;
   int lanes;  // the team's vector length, P
 
-  // Lane l takes packs l, l + P, l + 2P, ...; four at a time with separate
-  // sums, so each lane has four loads in flight on long rows.
-  KOKKOS_INLINE_FUNCTION T packed_dot(const Member& member, const T* row) const {
-    const std::int64_t packs = problem.length / Width;
-    const std::int64_t stride = lanes;
-    T dot = T(0);
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, lanes),
-        [&](const int lane, T& partial) {
-          T sums[4] = {T(0), T(0), T(0), T(0)};
-          std::int64_t p = lane;
-          for (; p + 3 * stride < packs; p += 4 * stride) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-#pragma unroll
-#endif
-            for (int u = 0; u < 4; ++u) {
-              const auto a = load_pack<Width>(row + (p + u * stride) * Width);
-              const auto x = load_pack<Width>(problem.x + (p + u * stride) * Width);
-              for (int w = 0; w < Width; ++w) sums[u] += a.value[w] * x.value[w];
-            }
-          }
-          for (; p < packs; p += stride) {
-            const auto a = load_pack<Width>(row + p * Width);
-            const auto x = load_pack<Width>(problem.x + p * Width);
-            for (int w = 0; w < Width; ++w) sums[0] += a.value[w] * x.value[w];
-          }
-          // Terms after the last whole pack.
-          for (std::int64_t c = packs * Width + lane; c < problem.length; c += stride) {
-            sums[0] += row[c] * problem.x[c];
-          }
-          partial += (sums[0] + sums[1]) + (sums[2] + sums[3]);
-        },
-        dot);
-    return dot;
-  }
-
-  // Any strides: lane l takes terms l, l + P, ...
-  KOKKOS_INLINE_FUNCTION T strided_dot(const Member& member, const T* row) const {
-    T dot = T(0);
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, problem.length),
-        [&](const std::int64_t c, T& partial) {
-          partial += row[c * problem.length_stride] * problem.x[c * problem.x_stride];
-        },
-        dot);
-    return dot;
-  }
-
+  // Outputs [team * M', (team + 1) * M') of batch entry b: one a thread
+  // (impl/gemv_team.hpp, as kpl::team::gemv).
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const std::int64_t b = member.league_rank() / teams_per_batch;
-    const std::int64_t r =
-        (member.league_rank() - b * teams_per_batch) * member.team_size() + member.team_rank();
-    if (r >= problem.outputs) return;  // no team-wide synchronisation follows
-    const T* row = problem.row(b, r);
-    T dot;
-    if constexpr (Width > 1) {
-      dot = packed_dot(member, row);
-    } else {
-      dot = strided_dot(member, row);
-    }
-    Kokkos::single(Kokkos::PerThread(member), [&] { problem.store(b, r, dot); });
+    const std::int64_t first = (member.league_rank() - b * teams_per_batch) * member.team_size();
+    const std::int64_t last =
+        first + member.team_size() < problem.outputs ? first + member.team_size() : problem.outputs;
+    team_dots<Width>(member, lanes, problem, b, first, last);
   }
 };
 

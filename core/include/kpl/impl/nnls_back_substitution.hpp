@@ -8,6 +8,7 @@
 
 #include <kpl/impl/nnls_storage.hpp>
 #include <kpl/impl/nnls_team_ops.hpp>
+#include <kpl/impl/team_member.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -129,7 +130,13 @@ KOKKOS_INLINE_FUNCTION void solve_passive(const typename Batch::Member& member,
         block_end > back_substitution_block ? block_end - back_substitution_block : 0;
     const auto block = triangle_block(member, batch, s, begin, block_end - begin);
     if constexpr (vector_lanes_are_warp_v<typename Batch::execution_space>) {
-      solve_triangle_on_warp(member, s, block);
+      // kpl::nnls launches 32 lanes; a user's kernel calling
+      // kpl::team::nnls may have fewer, each lane then a loop.
+      if (vector_length(member) == back_substitution_block) {
+        solve_triangle_on_warp(member, s, block);
+      } else {
+        solve_triangle_on_one_thread(member, s, block);
+      }
     } else {
       solve_triangle_on_one_thread(member, s, block);
     }

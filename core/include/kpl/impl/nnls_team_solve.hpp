@@ -45,6 +45,18 @@ struct NnlsProgress {
   }
 };
 
+// What one system's solve reports (every thread of the team holds the same
+// copy): kpl::NnlsSolution's per-system entries, kpl::team::NnlsResult.
+template <class T>
+struct NnlsSystemResult {
+  int status;           // an NnlsStatus value
+  int iterations;       // passive least-squares solves
+  T residual_norm;      // ||A x - b|| in the caller's units (NaN if A or b is not finite)
+  T kkt_residual;       // see kpl/nnls.hpp (NaN if not checked)
+  int columns_entered;  // QR updates
+  int columns_left;     // Givens downdates
+};
+
 template <class T, class Columns, class ExecutionSpace>
 struct NnlsTeamSolve {
   using Batch = NnlsBatch<T, Columns, ExecutionSpace>;
@@ -274,10 +286,11 @@ struct NnlsTeamSolve {
            }) == 0;
   }
 
-  // Residual, KKT check, x and ||b - A x|| in the caller's units, outputs.
-  KOKKOS_INLINE_FUNCTION void finish(const Member& member, std::int64_t system, const Storage& s,
-                                     T* x, const SystemScale<T>& scale,
-                                     NnlsProgress& progress) const {
+  // Residual, KKT check, x and ||b - A x|| in the caller's units.
+  KOKKOS_INLINE_FUNCTION NnlsSystemResult<T> finish(const Member& member, std::int64_t system,
+                                                    const Storage& s, T* x,
+                                                    const SystemScale<T>& scale,
+                                                    NnlsProgress& progress) const {
     const auto& parameters = batch.parameters;
     compute_residual(member, batch, system, s, x, progress.passive);
     const T residual_norm = T(compat::math::sqrt(nnls_team_sum<Accumulator>(
@@ -287,18 +300,13 @@ struct NnlsTeamSolve {
     if (progress.running() && !(kkt <= parameters.kkt_tolerance))
       progress.stopped(NnlsStatus::kkt_not_met);
     if (!rescale_x(member, s, x, scale)) progress.stopped(NnlsStatus::numerical_issue);
-    const auto& outputs = batch.outputs;
-    Kokkos::single(Kokkos::PerTeam(member), [&] {
-      outputs.residual_norm[system] = scale.finite
-                                          ? scale_by_power_of_two(residual_norm, scale.b_exponent)
-                                          : parameters.not_a_number;
-      outputs.kkt_residual[system] = kkt;
-      outputs.iterations[system] = progress.iterations;
-      outputs.status[system] = progress.status;
-      outputs.column_changes[2 * system] = progress.updates;
-      outputs.column_changes[2 * system + 1] = progress.downdates;
-    });
-    member.team_barrier();
+    return {progress.status,
+            progress.iterations,
+            scale.finite ? scale_by_power_of_two(residual_norm, scale.b_exponent)
+                         : parameters.not_a_number,
+            kkt,
+            progress.updates,
+            progress.downdates};
   }
 
   // The system's workspace. The vectors every step reads back right after
@@ -323,9 +331,11 @@ struct NnlsTeamSolve {
     return s;
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    const std::int64_t system = member.league_rank();
-    Storage s = system_storage(member, system);
+  // One system, from x = 0 to its result: the whole team solve, which
+  // kpl::team::nnls runs on a batch of one. x (outputs.x of `system`) is
+  // written, every thread returns the same result.
+  KOKKOS_INLINE_FUNCTION NnlsSystemResult<T> solve(const Member& member, std::int64_t system,
+                                                   Storage s) const {
     T* x = batch.outputs.x + system * batch.outputs.x_system_stride;
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, batch.parameters.columns),
                          [&](std::int64_t j) {
@@ -341,7 +351,23 @@ struct NnlsTeamSolve {
       const T tolerance = batch.parameters.tolerance * scale.b_norm;  // for w_j / ||a_j||
       solve_active_set(member, system, s, x, tolerance, progress);
     }
-    finish(member, system, s, x, scale, progress);
+    return finish(member, system, s, x, scale, progress);
+  }
+
+  // kpl::nnls: team `system` solves system `system` and stores its result.
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t system = member.league_rank();
+    const NnlsSystemResult<T> result = solve(member, system, system_storage(member, system));
+    const auto& outputs = batch.outputs;
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      outputs.residual_norm[system] = result.residual_norm;
+      outputs.kkt_residual[system] = result.kkt_residual;
+      outputs.iterations[system] = result.iterations;
+      outputs.status[system] = result.status;
+      outputs.column_changes[2 * system] = result.columns_entered;
+      outputs.column_changes[2 * system + 1] = result.columns_left;
+    });
+    member.team_barrier();
   }
 };
 

@@ -25,7 +25,7 @@ struct alignas(sizeof(T) * Width) Pack {
 };
 
 // The Width elements at data[0 .. Width-1]; data must be aligned to the pack
-// for Width > 1 (callers check on the host, see is_pack_aligned).
+// for Width > 1 (callers check first, see is_pack_aligned).
 template <int Width, class T>
 KOKKOS_INLINE_FUNCTION Pack<T, Width> load_pack(const T* data) {
   if constexpr (Width == 1) {
@@ -61,7 +61,7 @@ KOKKOS_INLINE_FUNCTION Pack<T, Width> load_pack_read_once(const T* data) {
 // True when a pack of Width elements may be loaded at data + stride * i for
 // every integer i: the base pointer aligned and the stride a multiple.
 template <int Width, class T>
-bool is_pack_aligned(const T* data, std::int64_t stride) {
+KOKKOS_INLINE_FUNCTION bool is_pack_aligned(const T* data, std::int64_t stride) {
   return reinterpret_cast<std::uintptr_t>(data) % (sizeof(T) * Width) == 0 && stride % Width == 0;
 }
 

@@ -19,6 +19,7 @@
 
 #include <kpl/impl/pack.hpp>
 #include <kpl/impl/reduce_op_reducer.hpp>
+#include <kpl/impl/reduce_team.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -126,109 +127,21 @@ struct ReduceTeams {
   using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   // Not named value_type: Kokkos 3.4 would take the functor for the reducer.
   using team_value_type = typename Op::value_type;
-  using input_type = typename Op::input_type;
-  // 16-byte chunks: one vector load per chunk on GPUs.
-  static constexpr int chunk = pack_elements<input_type>();
-  using Chunk = Pack<input_type, chunk>;
 
-  Op op;
-  InputView input;
-  const input_type* data;  // non-null when input is contiguous and 16-byte aligned
-  std::int64_t length;
+  ReduceShare<Op, InputView> share;  // op, the input and its aligned data
   ResultView result;
   PartialView partials;
   bool use_atomics;
   int lanes;  // the policy's vector length (not every team member reports it)
 
-  KOKKOS_INLINE_FUNCTION void combine_chunk(const Chunk& values, std::int64_t c,
-                                            team_value_type& value) const {
-    for (int k = 0; k < chunk; ++k) op.combine(value, op.lift(values.value[k], c * chunk + k));
-  }
-
-  // Level 1 on GPUs: chunk c goes to thread c mod threads, so a warp reads
-  // consecutive chunks; four independent loads in flight before their use.
-  KOKKOS_INLINE_FUNCTION void accumulate_interleaved(std::int64_t thread, std::int64_t threads,
-                                                     team_value_type& value) const {
-    std::int64_t tail_begin = 0;
-    if (data != nullptr) {
-      const Chunk* chunks = reinterpret_cast<const Chunk*>(data);
-      const std::int64_t chunk_count = length / chunk;
-      std::int64_t c = thread;
-      for (; c + 3 * threads < chunk_count; c += 4 * threads) {
-        const Chunk a = chunks[c];
-        const Chunk b = chunks[c + threads];
-        const Chunk d = chunks[c + 2 * threads];
-        const Chunk e = chunks[c + 3 * threads];
-        combine_chunk(a, c, value);
-        combine_chunk(b, c + threads, value);
-        combine_chunk(d, c + 2 * threads, value);
-        combine_chunk(e, c + 3 * threads, value);
-      }
-      for (; c < chunk_count; c += threads) combine_chunk(chunks[c], c, value);
-      tail_begin = chunk_count * chunk;
-    }
-    for (std::int64_t i = tail_begin + thread; i < length; i += threads) {
-      op.combine(value, op.lift(input(i), i));
-    }
-  }
-
-  // One block of a CPU thread's range, with four independent accumulators:
-  // one dependent chain would run at the combine's latency, not at memory
-  // speed (combine is associative and commutative, so any grouping is valid).
-  KOKKOS_INLINE_FUNCTION team_value_type block_value(std::int64_t begin, std::int64_t end) const {
-    team_value_type partial[4] = {op.identity(), op.identity(), op.identity(), op.identity()};
-    std::int64_t i = begin;
-    if (data != nullptr) {
-      for (; i + 3 < end; i += 4) {
-        op.combine(partial[0], op.lift(data[i], i));
-        op.combine(partial[1], op.lift(data[i + 1], i + 1));
-        op.combine(partial[2], op.lift(data[i + 2], i + 2));
-        op.combine(partial[3], op.lift(data[i + 3], i + 3));
-      }
-    }
-    for (; i < end; ++i) op.combine(partial[0], op.lift(input(i), i));
-    op.combine(partial[0], partial[1]);
-    op.combine(partial[2], partial[3]);
-    op.combine(partial[0], partial[2]);
-    return partial[0];
-  }
-
-  // Level 1 on CPUs: one contiguous range a thread, summed in blocks so that
-  // rounding error grows with the block count rather than the range length.
-  KOKKOS_INLINE_FUNCTION void accumulate_contiguous(std::int64_t thread, std::int64_t threads,
-                                                    team_value_type& value) const {
-    const std::int64_t begin = length * thread / threads;
-    const std::int64_t end = length * (thread + 1) / threads;
-    constexpr std::int64_t block = 1024;
-    for (std::int64_t block_begin = begin; block_begin < end; block_begin += block) {
-      const std::int64_t block_end = block_begin + block < end ? block_begin + block : end;
-      const team_value_type block_result = block_value(block_begin, block_end);
-      op.combine(value, block_result);
-    }
-  }
-
-  // Levels 1 to 3; every thread of the team gets the team's value.
+  // Levels 1 to 3 (impl/reduce_team.hpp, as kpl::team::reduce): the team's
+  // lanes are threads [team, team + 1) x team_size x lanes of the league's;
+  // every thread of the team gets the team's value.
   KOKKOS_INLINE_FUNCTION team_value_type team_value(const member_type& member) const {
     const std::int64_t team = member.league_rank();
     const std::int64_t threads = std::int64_t(member.league_size()) * member.team_size() * lanes;
-    team_value_type thread_value;
-    // Levels 1 and 2: every lane accumulates its elements, then the lanes combine.
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, lanes),
-        [&](const int lane, team_value_type& lane_value) {
-          const std::int64_t thread =
-              (team * member.team_size() + member.team_rank()) * lanes + lane;
-          if constexpr (runs_on_host_v<ExecutionSpace>) {
-            accumulate_contiguous(thread, threads, lane_value);
-          } else {
-            accumulate_interleaved(thread, threads, lane_value);
-          }
-        },
-        OpReducer<Op>(op, thread_value));
-    // Level 3: the threads of the team.
-    OpReducer<Op> team_reducer(op, thread_value);
-    member.team_reduce(team_reducer);
-    return thread_value;
+    return team_tree_value<runs_on_host_v<ExecutionSpace>>(
+        member, share, team * member.team_size() * lanes, threads, lanes);
   }
 
   // Level 4 by one atomic per team, or into partials(team) for a second pass.
@@ -237,7 +150,7 @@ struct ReduceTeams {
     Kokkos::single(Kokkos::PerTeam(member), [&]() {
       if constexpr (supports_atomics_v<Op>) {
         if (use_atomics) {
-          atomic_combine(op, &result(), value);
+          atomic_combine(share.op, &result(), value);
           return;
         }
       }
@@ -250,7 +163,7 @@ struct ReduceTeams {
   // Only one thread of each team contributes; all others hold the identity.
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& member, team_value_type& update) const {
     const team_value_type value = team_value(member);
-    Kokkos::single(Kokkos::PerTeam(member), [&]() { op.combine(update, value); });
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { share.op.combine(update, value); });
   }
 };
 
@@ -275,14 +188,6 @@ struct CombinePartials {
 
 // ------------------------------------------------------------- launches
 
-template <class InputView>
-const typename InputView::non_const_value_type* contiguous_aligned_data(const InputView& input) {
-  const bool contiguous =
-      input.span_is_contiguous() || input.extent(0) <= 1 || input.stride(0) == 1;
-  const auto address = reinterpret_cast<std::uintptr_t>(input.data());
-  return contiguous && address % 16 == 0 ? input.data() : nullptr;
-}
-
 // The input as the kernels read it: const, random-access (read-only cache).
 template <class InputView>
 using ReadOnlyInput =
@@ -293,10 +198,8 @@ template <class ExecutionSpace, class InputView, class Op, class ResultView, cla
 ReduceTeams<Op, ReadOnlyInput<InputView>, ResultView, PartialView, ExecutionSpace> team_kernel(
     const InputView& input, const Op& op, const ResultView& result, const PartialView& partials,
     bool use_atomics, const LaunchShape& shape) {
-  return {op,
-          ReadOnlyInput<InputView>(input),
-          contiguous_aligned_data(input),
-          static_cast<std::int64_t>(input.extent(0)),
+  return {{op, ReadOnlyInput<InputView>(input), contiguous_aligned_data(input),
+           static_cast<std::int64_t>(input.extent(0))},
           result,
           partials,
           use_atomics,
