@@ -39,8 +39,8 @@ inline std::vector<std::int64_t> shape_of(const py::array& array) {
 
 // true for float32, false for float64; TypeError for any other dtype.
 inline bool is_single(const py::array& array, const Argument& argument) {
-  if (array.dtype().is(py::dtype::of<float>())) return true;
-  if (array.dtype().is(py::dtype::of<double>())) return false;
+  if (array.dtype().equal(py::dtype::of<float>())) return true;
+  if (array.dtype().equal(py::dtype::of<double>())) return false;
   throw py::type_error(argument.prefix() + " must be a float32 or float64 array, not " +
                        std::string(py::str(array.dtype())) +
                        " (convert it, e.g. with .astype(numpy.float64))");

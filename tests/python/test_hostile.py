@@ -71,6 +71,7 @@ def test_nnls_mismatched_rows_are_the_cli_bad_input(cli_error):
     ((A.astype(np.int64), B), TypeError, r"kpl.nnls: A must be a float32 or float64 .* int64"),
     ((A, B.astype(np.float32)), TypeError, r"A and b must have the same dtype"),
     ((A, B.astype(np.float16)), TypeError, r"kpl.nnls: b must be a float32 or float64"),
+    ((A.astype(">f8"), B), TypeError, r"kpl.nnls: A must be a float32 or float64 .*>f8"),
 ])
 def test_nnls_wrong_arrays_are_named(args, kind, match):
     with pytest.raises(kind, match=match):
