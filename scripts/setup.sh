@@ -8,7 +8,8 @@
 #   Benchmark, CLI11 and OpenBLAS, and Python 3 with matplotlib, h5py, NumPy
 #   and pytest for the perf suite's runner and plots (perf/run_suite.py), the
 #   GAM's partial-effect plots (scripts/plot_gam_effects.py) and the
-#   hostile-input tests (tests/hostile); OpenMPI 4.1 and the parallel HDF5
+#   hostile-input tests (tests/hostile); pybind11 and Python's headers for
+#   the Python module (python/, `import kpl`); OpenMPI 4.1 and the parallel HDF5
 #   built on it (libhdf5-openmpi-dev, beside the serial one) for kpl's MPI
 #   layer; installed only where missing.
 # - Kokkos: a caller's install is used as it is (Kokkos_ROOT, and
@@ -33,7 +34,7 @@ kpl_as_root() {
 
 KPL_DEBIAN_PACKAGES=(g++ cmake ninja-build pkg-config libhdf5-dev libgtest-dev libgmock-dev
                      libbenchmark-dev libcli11-dev libopenblas-dev python3 python3-matplotlib
-                     python3-h5py python3-numpy python3-pytest
+                     python3-h5py python3-numpy python3-pytest python3-dev pybind11-dev
                      libopenmpi-dev openmpi-bin libhdf5-openmpi-dev)
 
 kpl_install_packages() {
