@@ -16,14 +16,6 @@ import types
 
 from cmake_sources import CMakeSources
 
-# Options another branch is adding; allowed while absent from the CMake
-# sources. Once present, this check fails until the entry is removed, so that
-# the exception cannot outlive its reason.
-PENDING = {
-    "KPL_ENABLE_PYTHON": "the pybind11 module's option",
-    "Python_EXECUTABLE": "FindPython's interpreter, for the pybind11 module",
-}
-
 FAILURES = []
 
 
@@ -297,7 +289,7 @@ def check_combination(recipe, sources, chosen, run_tests, kokkos, reached):
         return
     for name, value in defines.items():
         reason = sources.why_unknown(name)
-        if reason and name not in PENDING:
+        if reason:
             fail(f"{label}: {reason}")
         reached.setdefault(name, set()).add(value)
     expected = expected_defines(chosen, run_tests, kokkos)
@@ -352,22 +344,17 @@ def main():
         if not conflicted(recipe, {**base, **change}, {}):
             fail(f"the recipe accepts {why}")
 
-    for option in sorted(sources.enable_options() | set(PENDING) & {"KPL_ENABLE_PYTHON"}):
+    for option in sorted(sources.enable_options()):
         if reached.get(option) != {"ON", "OFF"}:
             fail(f"{option}: no variant turns it both ON and OFF "
                  f"(values reached: {sorted(reached.get(option, []))})")
-    for name, why in PENDING.items():
-        if sources.why_unknown(name) is None:
-            fail(f"{name} ({why}) is now in kpl's CMake sources: remove it from PENDING "
-                 f"in {pathlib.Path(__file__).name}")
-
     for message in FAILURES[:40]:
         print("FAIL:", message)
     if FAILURES:
         print(f"{len(FAILURES)} failure(s) over {checked} variant combinations")
         return 1
     print(f"package.py: {checked} variant combinations, every -D known to kpl's CMake "
-          f"(pending: {', '.join(PENDING)}), version {versions[0]}")
+          f"version {versions[0]}")
     return 0
 
 
