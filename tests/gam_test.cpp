@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <numeric>
 #include <vector>
 
 namespace {
@@ -1245,3 +1246,98 @@ KPL_EXECUTION_SPACE_TEST(Gam, PredictionContinuesLinearlyOutsideTheRange) {
 }
 
 }  // namespace
+
+// ------------------------------------------- observation weights, bootstrap
+
+// Integer weights are frequencies (mboost keeps them as they are): the fit
+// with weight w_i is the fit of the data with row i repeated w_i times, a
+// reference made without weights. Zero-weight rows are left out (their
+// covariates still set the knots: the range here is that of every row).
+KPL_EXECUTION_SPACE_TEST(Gam, IntegerWeightsAreRepeatedRows) {
+  using Space = TypeParam;
+  const kpl::hdf5::InputFile train(data_directory + "gam_small.h5");
+  const auto X_all = train.read<double, 2>("/X");
+  const auto y_all = train.read<double, 1>("/y");
+  const std::int64_t n = 120, p = X_all.extent(1);
+  kpl::hdf5::HostArray<double, 2> X("X", n, p);
+  kpl::hdf5::HostArray<double, 1> y("y", n), w("w", n);
+  std::vector<std::int64_t> repeated;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) X(i, j) = X_all(i, j);
+    y(i) = y_all(i);
+    w(i) = double(i % 4);  // 0, 1, 2, 3
+    for (int copy = 0; copy < int(w(i)); ++copy) repeated.push_back(i);
+  }
+  // Keep every covariate's extremes among the repeated rows: the same knots.
+  kpl::hdf5::HostArray<double, 2> X_repeated("X_repeated", repeated.size(), p);
+  kpl::hdf5::HostArray<double, 1> y_repeated("y_repeated", repeated.size());
+  for (std::size_t r = 0; r < repeated.size(); ++r) {
+    for (std::int64_t j = 0; j < p; ++j) X_repeated(r, j) = X(repeated[r], j);
+    y_repeated(r) = y(repeated[r]);
+  }
+  for (std::int64_t j = 0; j < p; ++j) {  // rows of weight 0 must not widen the range
+    double low = X_repeated(0, j), high = low;
+    for (std::size_t r = 0; r < repeated.size(); ++r) {
+      low = std::min(low, X_repeated(r, j));
+      high = std::max(high, X_repeated(r, j));
+    }
+    for (std::int64_t i = 0; i < n; ++i) X(i, j) = std::min(high, std::max(low, X(i, j)));
+  }
+  kpl::GamOptions options;
+  options.mstop = 30;
+  const auto weights = to_device_vector<double, Space>(w);
+  kpl::GamObservations<typename Space::memory_space> observations;
+  observations.weights = weights;
+  const auto weighted = kpl::fit_gam(Space(), to_device_matrix<double, Space>(X),
+                                     to_device_vector<double, Space>(y), observations, options);
+  const auto plain = kpl::fit_gam(Space(), to_device_matrix<double, Space>(X_repeated),
+                                  to_device_vector<double, Space>(y_repeated), options);
+  EXPECT_EQ(weighted.selected, plain.selected);
+  EXPECT_LT(relative_difference(weighted.risk, plain.risk), 1e-10);
+  EXPECT_LT(relative_difference(weighted.coefficients, plain.coefficients), 1e-9);
+  EXPECT_LT(relative_difference(weighted.lambda, plain.lambda), 1e-8);
+  EXPECT_NEAR(weighted.offset, plain.offset, 1e-12 * std::fabs(plain.offset));
+  // varimp divides by the rows, zero-weight ones counted: n, not the repeats.
+  double reduction = 0;
+  for (double v : weighted.varimp) reduction += v;
+  EXPECT_NEAR(reduction * n, weighted.risk.front() - weighted.risk.back(),
+              1e-10 * weighted.risk.front());
+}
+
+// The bootstrap's draws: n per resample, never a zero-weight row, each row
+// drawn in proportion to its weight (within 5 standard deviations of the
+// mean count over many resamples), and a block of rows (one process's) gets
+// exactly the counts of those rows in the whole.
+TEST(GamBootstrap, DrawsFollowTheWeights) {
+  const std::int64_t n = 40;
+  const int resamples = 2000;
+  std::vector<double> weights(n);
+  double total = 0;
+  for (std::int64_t i = 0; i < n; ++i) total += weights[i] = i % 5 == 0 ? 0.0 : 0.5 + i % 3;
+  const auto counts = kpl::impl::gam_bootstrap_counts(weights, true, resamples, 11, 0, n);
+  std::vector<double> mean(n, 0.0);
+  for (const auto& resample : counts) {
+    double drawn = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      drawn += resample[i];
+      mean[i] += resample[i] / resamples;
+    }
+    EXPECT_EQ(drawn, n);
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double probability = weights[i] / total;
+    if (probability == 0) {
+      EXPECT_EQ(mean[i], 0) << "row " << i << " has weight 0";
+      continue;
+    }
+    const double expected = n * probability;
+    const double deviation = std::sqrt(n * probability * (1 - probability) / resamples);
+    EXPECT_NEAR(mean[i], expected, 5 * deviation) << "row " << i;
+  }
+  const auto block = kpl::impl::gam_bootstrap_counts(weights, true, resamples, 11, 13, 9);
+  for (int b = 0; b < resamples; ++b)
+    for (std::int64_t i = 0; i < 9; ++i) ASSERT_EQ(block[b][i], counts[b][13 + i]);
+  const auto unweighted = kpl::impl::gam_bootstrap_counts(weights, false, 3, 11, 0, n);
+  for (const auto& resample : unweighted)
+    EXPECT_EQ(std::accumulate(resample.begin(), resample.end(), 0.0), double(n));
+}

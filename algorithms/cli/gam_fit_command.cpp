@@ -17,7 +17,8 @@ namespace {
 
 struct GamFitArguments {
   std::string input, output, penalty = "pspline", df_definition = "trace2", family = "gaussian",
-                             gemv, mode = "direct", basis = "compact", precision = "double";
+                             gemv, mode = "direct", basis = "compact", precision = "double", offset,
+                             cv_weights;
   GamFitFileOptions options;
 };
 
@@ -31,6 +32,18 @@ GamFitFileOptions fit_options(const GamFitArguments& arguments) {
   gam.basis = arguments.gemv.empty() ? gam_bases(arguments.basis) : GamBasis::dense;
   if (!arguments.gemv.empty()) gam.gemv.strategy = gemv_strategies(arguments.gemv);
   options.single_precision = precisions(arguments.precision) == Precision::single_precision;
+  // --offset: a dataset of the input (/NAME) or one number.
+  if (!arguments.offset.empty()) {
+    if (arguments.offset.front() == '/')
+      options.offset = arguments.offset;
+    else
+      options.gam.offset = std::stod(arguments.offset);
+  }
+  if (!arguments.cv_weights.empty()) {
+    const auto colon = arguments.cv_weights.rfind(':');
+    options.cv_weights_path = arguments.cv_weights.substr(0, colon);
+    options.cv_weights_dataset = arguments.cv_weights.substr(colon + 1);
+  }
   return options;
 }
 
@@ -41,6 +54,12 @@ void print_summary(const GamFitSummary& summary, const GamFitFileOptions& option
   if (options.cv_folds > 0)
     std::cerr << " (chosen by " << options.cv_folds << "-fold cross-validation in "
               << summary.cv_seconds << " s)";
+  if (options.cv_bootstrap > 0)
+    std::cerr << " (chosen by " << options.cv_bootstrap << " bootstrap resamples in "
+              << summary.cv_seconds << " s)";
+  if (!options.cv_weights_path.empty())
+    std::cerr << " (chosen by the resamples of " << options.cv_weights_path << ":"
+              << options.cv_weights_dataset << " in " << summary.cv_seconds << " s)";
   std::cerr << " on " << Kokkos::DefaultExecutionSpace::name();
   const int processes = kpl::cli::processes().size();
   if (processes > 1) std::cerr << " x " << processes << " processes";
@@ -105,6 +124,18 @@ void add_model_options(CLI::App* app, GamFitArguments& arguments) {
   gam_families.add(app, "--family", arguments.family,
                    "gaussian (squared error), binomial (y in {0, 1}, log-odds) or poisson (log "
                    "link)");
+  app->add_option("--weights", options.weights,
+                  "Observation weights: dataset [n] of the input (e.g. /weights), finite, not "
+                  "negative, not all 0. As mboost: integer weights are kept, others rescaled "
+                  "to w sum(w > 0) / sum(w); they enter the offset, lambda (from B^T W B), "
+                  "the fits and the risk sum w loss; zero-weight rows still set the knots")
+      ->check(dataset_name);
+  app->add_option("--offset", arguments.offset,
+                  "Fixed offset instead of the family's weighted mean on the link scale: a "
+                  "number (added to every prediction), or a dataset /NAME [n] of the input, "
+                  "each row's start f (e.g. log exposure for poisson); a model fitted with "
+                  "/NAME needs the new rows' offsets in gam predict --offset")
+      ->check(offset_value);
 }
 
 // How the fit is computed and mstop chosen: the answer does not depend on
@@ -115,7 +146,20 @@ void add_computation_options(CLI::App* app, GamFitArguments& arguments) {
                   "Choose mstop in [0, --mstop] by K-fold cross-validation, then refit on all "
                   "rows")
       ->check(CLI::Range(2, 1 << 20));
-  app->add_option("--cv-seed", options.cv_seed, "Seed of the fold assignment")
+  auto* bootstrap = app->add_option(
+      "--bootstrap", options.cv_bootstrap,
+      "Choose mstop in [0, --mstop] by B bootstrap resamples (mboost's cvrisk default: 25): "
+      "each draws n rows with replacement (probability w / sum w) from --cv-seed and is "
+      "refitted with its counts as weights; risk over the rows not drawn");
+  bootstrap->check(CLI::Range(1, 1 << 16));
+  auto* cv_weights = app->add_option(
+      "--cv-weights", arguments.cv_weights,
+      "Choose mstop with given resamples: FILE:DATASET [n, B], column b the weights of "
+      "resample b's fit (e.g. mboost's cv() folds); risk over its rows of weight 0");
+  cv_weights->check(file_and_dataset);
+  bootstrap->excludes(cv_weights);
+  app->get_option("--cv")->excludes(bootstrap)->excludes(cv_weights);
+  app->add_option("--cv-seed", options.cv_seed, "Seed of the folds or bootstrap draws")
       ->check(non_negative_integer)
       ->capture_default_str();
   gam_modes.add(app, "--mode", arguments.mode,
@@ -144,7 +188,9 @@ Command add_gam_fit_command(CLI::App& gam) {
       "Fit by component-wise L2 boosting with one penalised B-spline learner per covariate. "
       "Input: /X [n, p], /y [n]. Output: /selected [mstop] (0-based covariate per iteration), "
       "/risk [mstop + 1], /offset, /coefficients [p, k], /lambda, /df [p], /boundary [p, 2], "
-      "settings as attributes; with --cv also /cv_risk [K, mstop + 1]. A fit whose risk or "
+      "/varimp [p] (mboost's varimp: training risk reduction per learner / n), settings as "
+      "attributes; with --cv, --bootstrap or --cv-weights also /cv_risk [K or B, mstop + 1]. "
+      "A fit whose risk or "
       "coefficients stop being finite is an error and writes no model");
   app->add_option("--input", arguments->input, "HDF5 file with /X and /y")
       ->check(non_empty_path)

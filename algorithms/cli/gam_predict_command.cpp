@@ -12,8 +12,8 @@ namespace kpl::cli {
 namespace {
 
 struct GamPredictArguments {
-  std::string model, input, output;
-  bool partial_effects = false;
+  std::string model, input, output, type = "link";
+  GamPredictFileOptions options;
 };
 
 }  // namespace
@@ -22,8 +22,9 @@ Command add_gam_predict_command(CLI::App& gam) {
   auto arguments = std::make_shared<GamPredictArguments>();
   auto* app = gam.add_subcommand(
       "predict",
-      "Predict with a fitted model: /prediction [n] (link scale: log-odds for binomial, log mean "
-      "for poisson) and, with --partial-effects, /partial_effects [n, p]; covariates outside the "
+      "Predict with a fitted model: /prediction [n] (--type link: offset + sum_j f_j, log-odds for "
+      "binomial, log mean for poisson; --type response: the mean, mboost's type = \"response\") "
+      "and, with --partial-effects, /partial_effects [n, p] (link scale); covariates outside the "
       "training range continue linearly. A model file that is not a complete kpl model (unknown "
       "family or penalty, a missing attribute) is refused");
   app->add_option("--model", arguments->model, "Model file from kpl gam fit")
@@ -35,12 +36,24 @@ Command add_gam_predict_command(CLI::App& gam) {
   app->add_option("--output", arguments->output, "HDF5 file to write")
       ->check(non_empty_path)
       ->required();
-  app->add_flag("--partial-effects", arguments->partial_effects,
+  app->add_flag("--partial-effects", arguments->options.partial_effects,
                 "Also write each covariate's f_j(x_j)");
+  app->add_option("--type", arguments->type,
+                  "link, or response: gaussian f, binomial the probability 1 / (1 + e^-f), "
+                  "poisson e^f")
+      ->check(CLI::IsMember({"link", "response"}))
+      ->capture_default_str();
+  app->add_option("--offset", arguments->options.offset,
+                  "For a model fitted with per-row offsets (gam fit --offset /NAME), required: "
+                  "the new rows' offsets, a dataset /NAME [n] of the input or one number for "
+                  "all (0: the learners' sum alone, what mboost's predict(newdata) gives); "
+                  "refused for other models, whose offset is in the model")
+      ->check(offset_value);
   return {app, [arguments] {
             clean_stale_partials(arguments->output);
+            arguments->options.response = arguments->type == "response";
             const auto rows = predict_gam_file(processes(), arguments->model, arguments->input,
-                                               arguments->output, arguments->partial_effects);
+                                               arguments->output, arguments->options);
             if (prints_summary())
               std::cerr << "kpl gam predict: " << rows << " predictions; wrote "
                         << arguments->output << "\n";

@@ -57,6 +57,33 @@ const CLI::Validator non_empty_path(
     },
     "PATH");
 
+const CLI::Validator dataset_name(
+    [](std::string& text) {
+      return text.size() > 1 && text.front() == '/'
+                 ? std::string()
+                 : "'" + text + "' is not a dataset name (/NAME)";
+    },
+    "/NAME");
+
+const CLI::Validator offset_value(
+    [](std::string& text) {
+      if (!text.empty() && text.front() == '/') return dataset_name(text);
+      std::string copy = text;
+      return finite_number(copy).empty()
+                 ? std::string()
+                 : "'" + text + "' is neither a finite number nor a dataset name (/NAME)";
+    },
+    "NUMBER|/NAME");
+
+const CLI::Validator file_and_dataset(
+    [](std::string& text) {
+      const auto colon = text.rfind(':');
+      if (colon == std::string::npos || colon == 0) return "'" + text + "' is not FILE:/NAME";
+      std::string dataset = text.substr(colon + 1);
+      return dataset_name(dataset).empty() ? std::string() : "'" + text + "' is not FILE:/NAME";
+    },
+    "FILE:/NAME");
+
 void add_solver_options(CLI::App* command, SolverArguments& arguments,
                         const std::string& max_passive_default) {
   precisions.add(command, "--precision", arguments.precision, "Arithmetic precision");

@@ -62,6 +62,10 @@ extern const Choices<DfDefinition> df_definitions;
 extern const CLI::Validator finite_number;
 extern const CLI::Validator non_negative_integer;
 extern const CLI::Validator non_empty_path;
+// An HDF5 dataset name (/NAME); a finite number or /NAME (offsets); FILE:/NAME.
+extern const CLI::Validator dataset_name;
+extern const CLI::Validator offset_value;
+extern const CLI::Validator file_and_dataset;
 
 // The solver options `kpl nnls` and `kpl deconv` share.
 struct SolverArguments {

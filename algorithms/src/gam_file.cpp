@@ -84,6 +84,17 @@ void require_finite_fit(const GamModel& model, const std::vector<double>& cv_ris
                         "is not finite");
 }
 
+// Resamples or folds of the choice of mstop (0: none).
+int gam_resamples(const GamFitFileOptions& options) {
+  return options.cv_folds > 0 ? options.cv_folds : options.cv_bootstrap;
+}
+std::string gam_resampling_name(const GamFitFileOptions& options) {
+  return options.cv_folds > 0      ? "kfold"
+         : options.cv_bootstrap > 0 ? "bootstrap"
+                                    : "given: " + options.cv_weights_path + ":" +
+                                          options.cv_weights_dataset;
+}
+
 // The model's datasets, and the cross-validation's risks when it ran.
 void write_model_datasets(const GamModel& model, const GamCrossValidation& cv,
                           const GamFitFileOptions& options, hdf5::OutputFile& output) {
@@ -97,6 +108,7 @@ void write_model_datasets(const GamModel& model, const GamCrossValidation& cv,
     output.write(name, array);
   };
   write_vector("/risk", model.risk);
+  write_vector("/varimp", model.varimp);
   write_vector("/offset", {model.offset});
   write_vector("/lambda", model.lambda);
   write_vector("/df", model.df);
@@ -109,12 +121,13 @@ void write_model_datasets(const GamModel& model, const GamCrossValidation& cv,
     boundary(j, 1) = model.meshes[j].upper;
   }
   output.write("/boundary", boundary);
-  if (options.cv_folds > 0) {
+  if (cv.folds > 0) {
     const int range = options.gam.mstop;
     hdf5::HostArray<double, 2> cv_risk("/cv_risk", cv.folds, range + 1);
     std::copy(cv.risk.begin(), cv.risk.end(), cv_risk.data());
     output.write("/cv_risk", cv_risk);
     output.write_attribute("/", "cv_folds", std::int64_t(cv.folds));
+    output.write_attribute("/", "cv_type", gam_resampling_name(options));
     output.write_attribute("/", "cv_seed", std::int64_t(options.cv_seed));
     output.write_attribute("/", "cv_mstop_range", std::int64_t(range));
     output.write_attribute("/", "cv_mstop", std::int64_t(cv.best_mstop));
@@ -123,8 +136,10 @@ void write_model_datasets(const GamModel& model, const GamCrossValidation& cv,
 
 // The fit's settings, provenance and timings as root attributes.
 template <class T>
-void write_fit_attributes(const GamOptions& gam, const GamFitSummary& summary,
-                          const std::string& input_path, hdf5::OutputFile& output) {
+void write_fit_attributes(const GamModel& model, const GamFitFileOptions& options,
+                          const GamFitSummary& summary, const std::string& input_path,
+                          hdf5::OutputFile& output) {
+  const GamOptions& gam = model.options;
   output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
   output.write_attribute("/", "input", input_path);
   output.write_attribute("/", "observations", std::int64_t(summary.observations));
@@ -137,6 +152,10 @@ void write_fit_attributes(const GamOptions& gam, const GamFitSummary& summary,
   output.write_attribute("/", "nu", gam.nu);
   output.write_attribute("/", "mstop", std::int64_t(gam.mstop));
   output.write_attribute("/", "family", to_string(gam.family));
+  output.write_attribute("/", "offset_type",
+                         model.row_offset ? "per_row" : gam.offset ? "fixed" : "mean");
+  output.write_attribute("/", "weights", options.weights.empty() ? "none" : options.weights);
+  if (model.row_offset) output.write_attribute("/", "offset_dataset", options.offset);
   output.write_attribute("/", "mode", to_string(gam.mode));
   output.write_attribute("/", "basis", to_string(gam.basis));
   output.write_attribute("/", "gemv", std::string(to_string(gam.gemv.strategy)));
@@ -147,8 +166,9 @@ void write_fit_attributes(const GamOptions& gam, const GamFitSummary& summary,
   output.write_attribute("/", "seconds_boosting", summary.timings.boosting_seconds);
   output.write_attribute("/", "description",
                          "Boosted GAM (mboost gamboost/bbs model): prediction = offset + sum_j "
-                         "B_j(x_j) coefficients[j]; /selected 0-based covariate per iteration; "
-                         "/risk training risk, first at the offset");
+                         "B_j(x_j) coefficients[j] (+ each row's own offset where offset_type is "
+                         "per_row); /selected 0-based covariate per iteration; /risk training "
+                         "risk sum w loss, first at the offset; /varimp mboost's varimp");
 }
 
 // The timings of the slowest process (the attributes are the same on all).
@@ -159,27 +179,51 @@ GamTimings slowest(const ProcessGroup& group, GamTimings timings) {
   return {seconds[0], seconds[1], seconds[2], seconds[3], std::int64_t(seconds[4])};
 }
 
+// Per-row inputs beside /X and /y (each empty when not asked for): this
+// process's rows.
+struct GamRowInputs {
+  hdf5::HostArray<double, 1> weights, offset;
+  hdf5::HostArray<double, 2> resample_weights;  // [rows, B]
+};
+
+Kokkos::View<const double*, Memory> to_device_or_empty(const hdf5::HostArray<double, 1>& host) {
+  if (host.extent(0) == 0) return {};
+  return Kokkos::create_mirror_view_and_copy(Memory(), host);
+}
+
 // Cross-validation (if asked for) and the fit over the group's rows; every
 // process ends with the same model and summary.
 template <class XView, class YView>
 GamModel fit_rows(const ProcessGroup& group, const XView& X, const YView& y,
-                  const std::string& input_path, const GamFitFileOptions& options,
-                  GamCrossValidation& cv, GamFitSummary& summary) {
+                  const GamRowInputs& inputs, const std::string& input_path,
+                  const GamFitFileOptions& options, GamCrossValidation& cv,
+                  GamFitSummary& summary) {
   const Space space;
   summary.observations = X.extent(0);
   group.sum(&summary.observations, 1);
   summary.covariates = X.extent(1);
   GamOptions gam = options.gam;
-  if (options.cv_folds > 0) {
+  GamObservations<Memory> observations;
+  agreed(group, [&] {
+    observations.weights = to_device_or_empty(inputs.weights);
+    observations.offset = to_device_or_empty(inputs.offset);
+  });
+  if (gam_resamples(options) > 0 || !options.cv_weights_path.empty()) {
     Kokkos::Timer timer;
     cv = with_file_context(input_path, [&] {
-      return cross_validate_gam(space, X, y, gam, options.cv_folds, options.cv_seed, group);
+      if (options.cv_folds > 0)
+        return cross_validate_gam(space, X, y, observations, gam, options.cv_folds,
+                                  options.cv_seed, group);
+      if (options.cv_bootstrap > 0)
+        return bootstrap_gam(space, X, y, observations, gam, options.cv_bootstrap,
+                             options.cv_seed, group);
+      return resample_gam(space, X, y, observations, gam, inputs.resample_weights, group);
     });
     summary.cv_seconds = timer.seconds();
     gam.mstop = cv.best_mstop;
   }
   GamModel model = with_file_context(input_path, [&] {
-    return fit_gam(space, X, y, gam, group, &summary.timings, options.progress);
+    return fit_gam(space, X, y, observations, gam, group, &summary.timings, options.progress);
   });
   summary.mstop = gam.mstop;
   summary.final_risk = model.risk.back();
@@ -190,8 +234,8 @@ GamModel fit_rows(const ProcessGroup& group, const XView& X, const YView& y,
 template <class T>
 GamFitSummary fit_in_precision(const ProcessGroup& group, const hdf5::HostArray<double, 2>& host_X,
                                const hdf5::HostArray<double, 1>& host_y,
-                               const std::string& input_path, hdf5::OutputFile& output,
-                               const GamFitFileOptions& options) {
+                               const GamRowInputs& inputs, const std::string& input_path,
+                               hdf5::OutputFile& output, const GamFitFileOptions& options) {
   decltype(to_device<T>(host_X)) X;
   decltype(to_device<T>(host_y)) y;
   agreed(group, [&] {
@@ -200,16 +244,72 @@ GamFitSummary fit_in_precision(const ProcessGroup& group, const hdf5::HostArray<
   });
   GamFitSummary summary;
   GamCrossValidation cv;
-  const GamModel model =
-      agreed(group, [&] { return fit_rows(group, X, y, input_path, options, cv, summary); });
+  const GamModel model = agreed(
+      group, [&] { return fit_rows(group, X, y, inputs, input_path, options, cv, summary); });
   summary.timings = slowest(group, summary.timings);
   group.max(&summary.cv_seconds, 1);
   agreed(group, [&] {
     write_model_datasets(model, cv, options, output);
-    write_fit_attributes<T>(model.options, summary, input_path, output);
+    write_fit_attributes<T>(model, options, summary, input_path, output);
   });
   agreed(group, [&] { output.commit(); });
   return summary;
+}
+
+// This process's rows of a per-row dataset [n] (weights or offsets) of
+// `input`: input_error naming the file, the dataset and the first bad row
+// (0-based over all rows; the lowest rank's is reported) for a weight that
+// is negative or not finite, an offset that is not finite, or weights all 0.
+hdf5::HostArray<double, 1> read_row_values(const ProcessGroup& group, const hdf5::InputFile& input,
+                                           const std::string& dataset, RowBlock block,
+                                           bool weights) {
+  const std::string what = weights ? "weight" : "offset";
+  hdf5::HostArray<double, 1> values;
+  double positive = 0;
+  agreed(group, [&] {
+    values = input.read_rows<double, 1>(dataset, block.first, block.count);
+    for (std::int64_t i = 0; i < block.count; ++i) {
+      const double value = values(i);
+      if (!std::isfinite(value) || (weights && value < 0))
+        throw input_error("'" + input.path() + "': dataset " + dataset + ": " + what + " " +
+                          std::to_string(block.first + i) + " (0-based row) is " +
+                          format_number(value) +
+                          (weights ? "; weights must be finite and not negative"
+                                   : "; offsets must be finite"));
+      positive += value > 0;
+    }
+  });
+  group.sum(&positive, 1);
+  if (weights && positive == 0)
+    throw input_error("'" + input.path() + "': dataset " + dataset +
+                      ": every weight is 0; nothing to fit");
+  return values;
+}
+
+// FILE:DATASET of --cv-weights: this process's rows of the [n, B] resample
+// weights, checked like weights, B the same everywhere.
+hdf5::HostArray<double, 2> read_resample_weights(const ProcessGroup& group,
+                                                 const GamFitFileOptions& options, RowBlock block,
+                                                 std::int64_t n) {
+  hdf5::HostArray<double, 2> counts;
+  agreed(group, [&] {
+    const hdf5::InputFile file(options.cv_weights_path);
+    const std::string& dataset = options.cv_weights_dataset;
+    const auto shape = file.shape(dataset);
+    if (shape.size() != 2 || std::int64_t(shape[0]) != n || shape[1] < 1)
+      throw input_error("'" + file.path() + "': dataset " + dataset +
+                        " must be [n, B] with n = " + std::to_string(n) +
+                        " rows of /X and B >= 1 resamples");
+    counts = file.read_rows<double, 2>(dataset, block.first, block.count);
+    for (std::int64_t i = 0; i < block.count; ++i)
+      for (std::size_t b = 0; b < counts.extent(1); ++b)
+        if (!std::isfinite(counts(i, b)) || counts(i, b) < 0)
+          throw input_error("'" + file.path() + "': dataset " + dataset + ": value (" +
+                            std::to_string(block.first + i) + ", " + std::to_string(b) +
+                            ") is " + format_number(counts(i, b)) +
+                            "; resample weights must be finite and not negative");
+  });
+  return counts;
 }
 
 // The bytes of this process's rows of a dataset (all of it on one process);
@@ -232,6 +332,12 @@ RowBlock plan_fit(const ProcessGroup& group, const hdf5::InputFile& input,
   if (input.shape("/y").size() != 1)
     throw input_error("'" + input_path + "': dataset /y must be [n]");
   hdf5::require_matching_extent(input, "/X", 0, "/y", 0);
+  for (const auto& dataset : {options.weights, options.offset}) {
+    if (dataset.empty()) continue;
+    if (input.shape(dataset).size() != 1)
+      throw input_error("'" + input_path + "': dataset " + dataset + " must be [n]");
+    hdf5::require_matching_extent(input, "/X", 0, dataset, 0);
+  }
   hdf5::require_distinct(output_path, {input_path});
   hdf5::require_writable_target(output_path);
   const std::int64_t n = shape[0], p = shape[1];
@@ -245,11 +351,11 @@ RowBlock plan_fit(const ProcessGroup& group, const hdf5::InputFile& input,
       checked_sum({bytes("/X", sizeof(double)), bytes("/X", element), bytes("/y", 16)});
   needs.device_bytes =
       checked_sum({bytes("/X", element), bytes("/y", element),
-                   gam_device_bytes(block.count, p, options.gam, element, options.cv_folds)});
+                   gam_device_bytes(block.count, p, options.gam, element, gam_resamples(options))});
   needs.disk_bytes = checked_sum(
       {checked_bytes({std::uint64_t(p), std::uint64_t(options.gam.basis_size) + 4}, 8),
-       checked_bytes({std::uint64_t(options.gam.mstop) + 1, std::uint64_t(options.cv_folds) + 2},
-                     8),
+       checked_bytes(
+           {std::uint64_t(options.gam.mstop) + 1, std::uint64_t(gam_resamples(options)) + 2}, 8),
        std::int64_t(1) << 16});
   needs.disk_directory = hdf5::directory_of(output_path);
   require_resources("kpl gam fit on '" + input_path + "'", needs);
@@ -342,9 +448,17 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
     X = input->read_rows<double, 2>("/X", block.first, block.count, requirements);
     y = input->read_rows<double, 1>("/y", block.first, block.count, requirements);
   });
+  GamRowInputs inputs;
+  if (!options.weights.empty())
+    inputs.weights = read_row_values(group, *input, options.weights, block, true);
+  if (!options.offset.empty())
+    inputs.offset = read_row_values(group, *input, options.offset, block, false);
+  if (!options.cv_weights_path.empty())
+    inputs.resample_weights =
+        read_resample_weights(group, options, block, std::int64_t(input->shape("/X")[0]));
   return options.single_precision
-             ? fit_in_precision<float>(group, X, y, model_input_path, *output, options)
-             : fit_in_precision<double>(group, X, y, model_input_path, *output, options);
+             ? fit_in_precision<float>(group, X, y, inputs, model_input_path, *output, options)
+             : fit_in_precision<double>(group, X, y, inputs, model_input_path, *output, options);
 }
 
 // The value of a string attribute that must name one of `values`.
@@ -415,6 +529,14 @@ GamModel read_gam_model(const std::string& model_path) {
                       "/boundary [p, 2] and /offset [1] expected)");
   model.covariates = p;
   model.offset = offset(0);
+  // Models written before offset_type existed had the family's offset.
+  if (file.has_attribute("/", "offset_type")) {
+    const std::string type = file.read_string_attribute("/", "offset_type");
+    if (type != "mean" && type != "fixed" && type != "per_row")
+      throw input_error("'" + model_path + "': attribute 'offset_type' of / is '" + type +
+                        "', not one kpl knows (mean, fixed, per_row); not a kpl gam model");
+    model.row_offset = type == "per_row";
+  }
   model.coefficients.assign(coefficients.data(), coefficients.data() + coefficients.size());
   model.meshes.resize(p);
   for (std::int64_t j = 0; j < p; ++j) {

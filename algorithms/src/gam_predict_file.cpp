@@ -9,6 +9,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -70,8 +71,10 @@ PredictionPlan plan_prediction(const ProcessGroup& group, const GamModel& model,
 // The predictions of rows first_row, first_row + 1, ... of the input (host_X);
 // input_error naming the first row whose prediction is not finite.
 Predictions predict_rows(const GamModel& model, const hdf5::HostArray<double, 2>& host_X,
-                         bool partial_effects, const std::string& input_path,
+                         const hdf5::HostArray<double, 1>& row_offset,
+                         const GamPredictFileOptions& options, const std::string& input_path,
                          std::int64_t first_row) {
+  const bool partial_effects = options.partial_effects;
   const Space space;
   const std::int64_t n = host_X.extent(0), p = host_X.extent(1);
   const auto X = Kokkos::create_mirror_view_and_copy(Memory(), host_X);
@@ -82,6 +85,11 @@ Predictions predict_rows(const GamModel& model, const hdf5::HostArray<double, 2>
   Predictions rows{Kokkos::create_mirror_view(Kokkos::HostSpace(), prediction),
                    Kokkos::create_mirror_view(Kokkos::HostSpace(), partial)};
   Kokkos::deep_copy(rows.prediction, prediction);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (row_offset.extent(0) != 0) rows.prediction(i) += row_offset(i);
+    if (options.response)
+      rows.prediction(i) = gam_response(model.options.family, rows.prediction(i));
+  }
   for (std::int64_t i = 0; i < n; ++i)
     if (!std::isfinite(rows.prediction(i)))
       throw input_error("'" + input_path + "': the prediction for row " +
@@ -104,14 +112,59 @@ void write_predictions(hdf5::OutputFile& output, const Predictions& rows,
 }
 
 void write_prediction_attributes(hdf5::OutputFile& output, const GamModel& model,
-                                 const std::string& model_path, const std::string& input_path) {
+                                 const std::string& model_path, const std::string& input_path,
+                                 const GamPredictFileOptions& options) {
   output.write_attribute("/", "kpl_version", KPL_VERSION_STRING);
   output.write_attribute("/", "model", model_path);
   output.write_attribute("/", "input", input_path);
-  output.write_attribute("/", "scale",
-                         to_string(model.options.family) == "gaussian"
-                             ? "response"
-                             : "link (log-odds for binomial, log mean for poisson)");
+  const bool gaussian = model.options.family == GamFamily::gaussian;
+  output.write_attribute(
+      "/", "scale",
+      gaussian           ? "response (= link)"
+      : options.response ? (model.options.family == GamFamily::binomial ? "response (probability)"
+                                                                        : "response (mean)")
+                         : "link (log-odds for binomial, log mean for poisson)");
+  if (model.row_offset) output.write_attribute("/", "offset", options.offset);
+}
+
+// A model fitted with per-row offsets needs the new rows' (--offset: a
+// dataset [n] of the input, or one number for all rows, 0 giving what
+// mboost's predict(newdata) gives: the learners' sum and no offset); other
+// models take none. This process's rows; empty where none.
+hdf5::HostArray<double, 1> read_row_offset(const GamModel& model, const std::string& model_path,
+                                           const hdf5::InputFile& input,
+                                           const GamPredictFileOptions& options,
+                                           const PredictionPlan& plan) {
+  hdf5::HostArray<double, 1> offset;
+  if (!model.row_offset) {
+    if (!options.offset.empty())
+      throw input_error("'" + model_path +
+                        "': the model was fitted without per-row offsets; --offset is for "
+                        "models fitted with gam fit --offset /DATASET");
+    return offset;
+  }
+  if (options.offset.empty())
+    throw input_error("'" + model_path +
+                      "': the model was fitted with per-row offsets (offset_type per_row): "
+                      "give the new rows' with --offset /DATASET (or --offset 0 for the "
+                      "learners' sum alone, as mboost's predict(newdata))");
+  offset = hdf5::HostArray<double, 1>("offset", plan.block.count);
+  if (options.offset.front() != '/') {
+    char* end = nullptr;
+    const double value = std::strtod(options.offset.c_str(), &end);
+    if (end == options.offset.c_str() || *end != '\0' || !std::isfinite(value))
+      throw input_error("--offset '" + options.offset +
+                        "': neither a finite number nor a dataset (/NAME)");
+    Kokkos::deep_copy(offset, value);
+    return offset;
+  }
+  if (input.shape(options.offset).size() != 1)
+    throw input_error("'" + input.path() + "': dataset " + options.offset + " must be [n]");
+  hdf5::require_matching_extent(input, "/X", 0, options.offset, 0);
+  hdf5::ReadRequirements requirements;
+  requirements.finite = true;
+  return input.read_rows<double, 1>(options.offset, plan.block.first, plan.block.count,
+                                    requirements);
 }
 
 }  // namespace
@@ -124,6 +177,15 @@ std::int64_t predict_gam_file(const std::string& model_path, const std::string& 
 std::int64_t predict_gam_file(const ProcessGroup& group, const std::string& model_path,
                               const std::string& input_path, const std::string& output_path,
                               bool partial_effects) {
+  GamPredictFileOptions options;
+  options.partial_effects = partial_effects;
+  return predict_gam_file(group, model_path, input_path, output_path, options);
+}
+
+std::int64_t predict_gam_file(const ProcessGroup& group, const std::string& model_path,
+                              const std::string& input_path, const std::string& output_path,
+                              const GamPredictFileOptions& options) {
+  const bool partial_effects = options.partial_effects;
   GamModel model;
   std::optional<hdf5::InputFile> input;
   const PredictionPlan plan = agreed(group, [&] {
@@ -146,11 +208,12 @@ std::int64_t predict_gam_file(const ProcessGroup& group, const std::string& mode
     requirements.finite = true;
     const auto X =
         input->read_rows<double, 2>("/X", plan.block.first, plan.block.count, requirements);
-    return predict_rows(model, X, partial_effects, input_path, plan.block.first);
+    const auto offset = read_row_offset(model, model_path, *input, options, plan);
+    return predict_rows(model, X, offset, options, input_path, plan.block.first);
   });
   agreed(group, [&] {
     write_predictions(*output, rows, plan, partial_effects);
-    write_prediction_attributes(*output, model, paths[0], paths[1]);
+    write_prediction_attributes(*output, model, paths[0], paths[1], options);
   });
   agreed(group, [&] { output->commit(); });
   return plan.rows;

@@ -189,3 +189,35 @@ def test_one_rank_given_another_input(inputs, tmp_path, command):
     assert status == 0, err
     with h5py.File(out, "r") as f:
         assert f.attrs["input"] == str(inputs["small"])
+
+
+# Observation weights, per-row offsets and the bootstrap's own draws (made over
+# the global row count, so the same resamples whatever the split) or given
+# resamples: the model of R ranks as one process's. Input: R mboost's weighted
+# bootstrap reference (n = 300, 30 zero weights) with a per-row offset added.
+WEIGHTED_VARIANTS = {
+    "weights_offset": ["--mstop", "40", "--weights", "/weights", "--offset", "/o"],
+    "bootstrap": ["--mstop", "30", "--weights", "/weights", "--bootstrap", "4", "--cv-seed", "3"],
+    "cv_weights": ["--mstop", "30", "--weights", "/weights", "--cv-weights", "{input}:/folds"],
+}
+
+
+@pytest.mark.parametrize("variant", WEIGHTED_VARIANTS)
+def test_weighted_fit_matches_one_process(tmp_path, variant):
+    reference = INPUTS.parent / "tests" / "data" / "gam" / "mboost_cvrisk_bootstrap_weighted.h5"
+    data = tmp_path / "weighted.h5"
+    with h5py.File(reference) as source, h5py.File(data, "w") as target:
+        for name in ("X", "y", "weights", "folds"):
+            target[name] = source[name][...]
+        target["o"] = 0.1 * np.sin(np.arange(source["y"].shape[0]))
+    args = ["gam", "fit", "--input", data,
+            *[a.format(input=data) for a in WEIGHTED_VARIANTS[variant]]]
+    alone = tmp_path / "alone.h5"
+    status, _, err = run_kpl(0, *args, "--output", alone)
+    assert status == 0, err
+    for ranks in RANKS:
+        out = tmp_path / f"ranks{ranks}.h5"
+        status, _, err = run_kpl(ranks, *args, "--output", out)
+        assert status == 0, err
+        same_model(alone, out)
+    no_partials(tmp_path)

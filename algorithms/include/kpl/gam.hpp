@@ -26,8 +26,10 @@
 #include <kpl/impl/gam_family.hpp>
 #include <kpl/process_group.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,22 @@ struct GamOptions {
   // Gram mode: device memory for cached B_j^T B_s blocks (p k^2 values per
   // selected learner); beyond it blocks are recomputed when selected.
   std::int64_t gram_cache_bytes = std::int64_t(1) << 30;
+  // A fixed offset (mboost's `offset` argument, a scalar): f before the first
+  // iteration, not the family's weighted mean response on the link scale.
+  std::optional<double> offset;
+};
+
+// Per-row data of a fit beside X and y (this process's rows); an empty View
+// is none. weights: observation weights (mboost's `weights`), finite and not
+// negative, rescaled as mboost does (integers kept, others to average 1 over
+// the positive ones); they enter the offset, every B_j^T W B_j and so lambda,
+// the fits, the selection and the risk sum w loss. offset: each row's start
+// f (mboost's vector offset, e.g. log exposure for Poisson), added to
+// options.offset (0 when unset; the family's default is not used).
+template <class MemorySpace>
+struct GamObservations {
+  Kokkos::View<const double*, MemorySpace> weights;
+  Kokkos::View<const double*, MemorySpace> offset;
 };
 
 // A fitted model, on the host.
@@ -66,6 +84,8 @@ struct GamModel {
   std::vector<double> df;              // [p]: df(lambda) achieved
   std::vector<std::int64_t> selected;  // [mstop]: covariate chosen per iteration
   std::vector<double> risk;            // [mstop + 1]: training risk, first at the offset
+  std::vector<double> varimp;          // [p]: mboost's varimp, risk reduction per learner / n
+  bool row_offset = false;             // fitted with per-row offsets, which new rows need too
 };
 
 struct GamTimings {
@@ -84,11 +104,26 @@ struct GamProgress {
   double interval_seconds = 0.5;
 };
 
+// mstop's choice by resampling: K folds, or B resamples' weights (mboost's
+// cvrisk; its default, 25 bootstrap samples).
 struct GamCrossValidation {
-  int folds = 0;
-  std::vector<double> risk;  // [folds * (mstop + 1)]: mean out-of-fold loss per iteration
+  int folds = 0;             // K or B
+  std::vector<double> risk;  // [folds * (mstop + 1)]: weighted mean held-out loss per iteration
   int best_mstop = 0;        // argmin over m of the mean over folds
 };
+
+// mboost's family@response: the mean of y given the link f (Gaussian f,
+// Binomial the probability 1 / (1 + e^-f), Poisson e^f).
+inline double gam_response(GamFamily family, double link) {
+  switch (family) {
+    case GamFamily::binomial:
+      return 1 / (1 + std::exp(-link));
+    case GamFamily::poisson:
+      return std::exp(link);
+    default:
+      return link;
+  }
+}
 
 }  // namespace kpl
 
@@ -121,6 +156,20 @@ GamModel fit_gam(const ExecutionSpace& space, const XView& X, const YView& y,
                  const GamProgress& progress = {}) {
   return fit_gam(space, X, y, options, single_process(), timings, progress);
 }
+// The same with observation weights and per-row offsets (either View may be
+// empty); a weight negative or not finite, or all of them 0, throws
+// kpl::input_error (naming the first bad row, 0-based over the group's).
+template <class ExecutionSpace, class XView, class YView>
+GamModel fit_gam(const ExecutionSpace& space, const XView& X, const YView& y,
+                 const GamObservations<typename ExecutionSpace::memory_space>& observations,
+                 const GamOptions& options, const ProcessGroup& group = single_process(),
+                 GamTimings* timings = nullptr, const GamProgress& progress = {}) {
+  static_assert(XView::rank == 2 && YView::rank == 1, "kpl::fit_gam: X [n, p] and y [n]");
+  impl::GamBooster<ExecutionSpace, impl::gam_scalar_t<XView>> booster(space, X, y, options, group);
+  return booster.fit(
+      impl::gam_prepare_observations(space, booster, observations, X.extent(0), group),
+      options.mstop, options.mode, timings, progress);
+}
 
 // K-fold cross-validation over iterations 0..options.mstop: fold f holds the
 // rows whose place in a permutation drawn from `seed` (Fisher-Yates over
@@ -134,7 +183,47 @@ template <class ExecutionSpace, class XView, class YView>
 GamCrossValidation cross_validate_gam(const ExecutionSpace& space, const XView& X, const YView& y,
                                       const GamOptions& options, int folds, std::uint64_t seed = 1,
                                       const ProcessGroup& group = single_process()) {
-  return impl::cross_validate_gam(space, X, y, options, folds, seed, group);
+  return impl::cross_validate_gam(space, X, y, {}, options, folds, seed, group);
+}
+// The same with observation weights and offsets (as fit_gam's): fold f's
+// model is fitted with weights w on the other rows, 0 on its own, and its
+// risk is sum w loss / sum w over its rows (mboost's cvrisk with
+// cv(weights, "kfold")).
+template <class ExecutionSpace, class XView, class YView>
+GamCrossValidation cross_validate_gam(
+    const ExecutionSpace& space, const XView& X, const YView& y,
+    const GamObservations<typename ExecutionSpace::memory_space>& observations,
+    const GamOptions& options, int folds, std::uint64_t seed = 1,
+    const ProcessGroup& group = single_process()) {
+  return impl::cross_validate_gam(space, X, y, observations, options, folds, seed, group);
+}
+
+// mboost's cvrisk with its default resampling, cv(w, "bootstrap", B): resample
+// b draws n rows with replacement, row i with probability w_i / sum w (w the
+// rescaled weights, ones without), from `seed` (impl/portable_random.hpp,
+// over the group's rows: the same draws on any number of processes); its
+// model is fitted anew with the draw counts as weights (lambda and the
+// family's offset recomputed, the basis of all rows), its risk is
+// sum w loss / sum w over the rows not drawn. risk [B, mstop + 1].
+template <class ExecutionSpace, class XView, class YView>
+GamCrossValidation bootstrap_gam(
+    const ExecutionSpace& space, const XView& X, const YView& y,
+    const GamObservations<typename ExecutionSpace::memory_space>& observations,
+    const GamOptions& options, int resamples = 25, std::uint64_t seed = 1,
+    const ProcessGroup& group = single_process()) {
+  return impl::bootstrap_gam(space, X, y, observations, options, resamples, seed, group);
+}
+
+// The same with given resamples: counts [rows, B] on the host (this
+// process's rows), column b the weights of resample b's fit (e.g. mboost's
+// cv() folds); its risk is over the rows of count 0, weighted as above.
+template <class ExecutionSpace, class XView, class YView, class CountView>
+GamCrossValidation resample_gam(
+    const ExecutionSpace& space, const XView& X, const YView& y,
+    const GamObservations<typename ExecutionSpace::memory_space>& observations,
+    const GamOptions& options, const CountView& counts,
+    const ProcessGroup& group = single_process()) {
+  return impl::resample_gam(space, X, y, observations, options, counts, group);
 }
 
 // prediction(i) = offset + sum_j f_j(X(i, j)) on the link scale (the

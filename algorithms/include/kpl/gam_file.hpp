@@ -36,11 +36,24 @@ GamSimulatedData simulate_gam(const GamSimulation& simulation);
 void simulate_gam_file(const GamSimulation& simulation, const std::string& output_path);
 
 struct GamFitFileOptions {
-  GamOptions gam;
+  GamOptions gam;  // gam.offset: a fixed scalar offset
   bool single_precision = false;
-  int cv_folds = 0;  // >= 2: choose mstop in [0, gam.mstop] by K-fold cross-validation
+  int cv_folds = 0;      // >= 2: choose mstop in [0, gam.mstop] by K-fold cross-validation
+  int cv_bootstrap = 0;  // >= 1: ... by that many bootstrap resamples (mboost's cvrisk)
+  std::string cv_weights_path, cv_weights_dataset;  // ... by given resamples [n, B]
   std::uint64_t cv_seed = 1;
+  std::string weights;  // dataset [n] of the input: observation weights
+  std::string offset;   // dataset [n] of the input: per-row offsets
   GamProgress progress;
+};
+
+// kpl gam predict: the link (offset + sum_j f_j) or the response (its mean:
+// f, the probability, e^f); offset: a model fitted with per-row offsets
+// needs the new rows' own, a dataset [n] of the input or one number.
+struct GamPredictFileOptions {
+  bool partial_effects = false;
+  bool response = false;
+  std::string offset;
 };
 
 struct GamFitSummary {
@@ -63,12 +76,15 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
 // A model written by fit_gam_file.
 GamModel read_gam_model(const std::string& model_path);
 
-// Writes /prediction [n] (link scale) and, if asked, /partial_effects [n, p]
-// for the rows of the input's /X. Returns n.
+// Writes /prediction [n] (link scale unless asked for the response) and, if asked, /partial_effects
+// [n, p] for the rows of the input's /X. Returns n.
 std::int64_t predict_gam_file(const std::string& model_path, const std::string& input_path,
                               const std::string& output_path, bool partial_effects);
 std::int64_t predict_gam_file(const ProcessGroup& group, const std::string& model_path,
                               const std::string& input_path, const std::string& output_path,
                               bool partial_effects);
+std::int64_t predict_gam_file(const ProcessGroup& group, const std::string& model_path,
+                              const std::string& input_path, const std::string& output_path,
+                              const GamPredictFileOptions& options);
 
 }  // namespace kpl

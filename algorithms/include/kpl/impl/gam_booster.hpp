@@ -53,6 +53,28 @@ struct AddToRows {
   }
 };
 
+// Counts the values that are not finite.
+template <class Vector>
+struct GamNonFinite {
+  Vector values;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, RiskSums& bad) const {
+    if (!compat::math::isfinite(double(values(i)))) bad.training += 1;
+  }
+};
+
+// mboost's varimp (R/varimp.R): the training risk's decrease at every
+// iteration, credited to the learner it selected, summed and divided by
+// the number of rows n (zero-weight ones counted); 0 for learners never
+// selected, so sum_j varimp_j = (risk[0] - risk[mstop]) / n.
+inline std::vector<double> gam_variable_importance(const std::vector<double>& risk,
+                                                   const std::vector<std::int64_t>& selected,
+                                                   std::int64_t learners, std::int64_t n) {
+  std::vector<double> varimp(learners, 0.0);
+  for (std::size_t m = 0; m < selected.size(); ++m)
+    varimp[selected[m]] += (risk[m] - risk[m + 1]) / double(n);
+  return varimp;
+}
+
 template <class ExecutionSpace, class T>
 class GamBooster {
  public:
@@ -68,6 +90,7 @@ class GamBooster {
   // folds of a cross-validation can interleave on separate instances.
   struct Run {
     ConstVector weights;
+    ConstVector held_out;  // weights of the held-out risk; empty: 1 - weights
     int mstop = 0;
     GamMode mode = GamMode::direct;
     GamModel model;
@@ -120,7 +143,8 @@ class GamBooster {
         meshes_(other.meshes_),
         basis_(other.basis_),
         dense_(other.dense_),
-        y_(other.y_) {
+        y_(other.y_),
+        row_offset_(other.row_offset_) {
     agreed(*group_, [&] { allocate_state(); });
   }
 
@@ -128,8 +152,34 @@ class GamBooster {
   // Public because CUDA forbids device lambdas in private member functions;
   // impl:: is not API.
   GamModel fit(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings,
-               const GamProgress& progress, std::vector<double>* held_out = nullptr);
-  Run start(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings);
+               const GamProgress& progress, std::vector<double>* held_out = nullptr,
+               const ConstVector& held_out_weights = {});
+  Run start(const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings,
+            const ConstVector& held_out = {});
+  // Each row's own offset (this process's rows; mboost's vector offset):
+  // f starts at it, plus options.offset if set (else 0).
+  template <class OffsetView>
+  void set_row_offset(const OffsetView& offset) {
+    Vector copy;
+    agreed(*group_, [&] {
+      if (static_cast<std::int64_t>(offset.extent(0)) != rows_)
+        throw input_error("kpl::fit_gam: X has " + std::to_string(rows_) + " rows, the offset " +
+                          std::to_string(offset.extent(0)) + " values");
+      copy = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::row_offset"),
+                    rows_);
+    });
+    convert(copy, offset);
+    RiskSums bad{0, 0};
+    Kokkos::parallel_reduce("kpl::gam::check_offset",
+                            Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
+                            GamNonFinite<Vector>{copy}, host_sums(bad));
+    gam_sum_over(*group_, bad);
+    if (bad.training > 0)
+      throw input_error("kpl::fit_gam: the offset holds " +
+                        std::to_string(std::int64_t(bad.training)) + " NaN or infinite values");
+    row_offset_ = copy;
+  }
+  void add_offsets(double offset);
   Kokkos::View<double*, Kokkos::HostSpace> gram_over_processes(Run& run);
   void allocate_run(Run& run);
   void begin_boosting(Run& run);
@@ -144,9 +194,7 @@ class GamBooster {
   void sum_over_processes(const View& values) {
     reduction_seconds_ += gam_sum_over(*group_, space_, values);
   }
-  template <class CoefficientView, class RiskView>
-  void refresh(const ConstVector& weights, double offset, const CoefficientView& coefficients,
-               const RiskView& risk_sums, std::int64_t slot);
+  void refresh(const Run& run, std::int64_t slot);
   void report_progress(const Run& run, int m, const GamProgress& progress);
   GamModel finish(Run& run, std::vector<double>* held_out);
 
@@ -283,12 +331,31 @@ class GamBooster {
   CompactBasis<T, Memory> basis_;
   Kokkos::View<T**, Kokkos::LayoutLeft, Memory> dense_;
   Vector y_, f_, u_, c_, step_, inverse_, reduction_;
+  ConstVector row_offset_;              // empty: none
   LowVector u_low_, c_low_, step_low_;  // dense basis in float only
   Kokkos::View<double*, Memory> scores_;
   Kokkos::View<int, Memory> current_;
   GemvWorkspace<ExecutionSpace, T> gemv_workspace_;
   CompactProductWorkspace<Memory> product_workspace_;  // per booster: folds run side by side
 };
+
+// Checks and uploads a fit's observations into the booster: its per-row
+// offsets set, the rescaled weights returned (empty without weights).
+template <class ExecutionSpace, class Booster, class Observations>
+Kokkos::View<const double*, typename ExecutionSpace::memory_space> gam_prepare_observations(
+    const ExecutionSpace& space, Booster& booster, const Observations& observations,
+    std::int64_t rows, const ProcessGroup& group) {
+  if (gam_on_any(group, observations.offset.extent(0) != 0))
+    booster.set_row_offset(observations.offset);
+  const bool weighted = gam_on_any(group, observations.weights.extent(0) != 0);
+  if (!weighted) return {};
+  agreed(group, [&] {
+    if (static_cast<std::int64_t>(observations.weights.extent(0)) != rows)
+      throw input_error("kpl::fit_gam: X has " + std::to_string(rows) + " rows, the weights " +
+                        std::to_string(observations.weights.extent(0)) + " values");
+  });
+  return gam_model_weights(space, observations.weights, gam_rows(group, rows).first, group);
+}
 
 }  // namespace impl
 }  // namespace kpl

@@ -39,16 +39,19 @@
 namespace kpl {
 namespace impl {
 
-// Fits with weights (empty: all ones; cross-validation passes 0/1) for
-// `mstop` iterations in `mode`. held_out, if given, receives the summed
-// loss of the weight-0 rows at every iteration 0..mstop (direct mode).
+// Fits with weights (empty: all ones; cross-validation passes its
+// resamples') for `mstop` iterations in `mode`. held_out, if given,
+// receives at every iteration 0..mstop the sum over rows of
+// held_out_weights loss (empty: (1 - weight) loss, the 0/1 folds' rows
+// left out), direct mode.
 template <class ExecutionSpace, class T>
 GamModel GamBooster<ExecutionSpace, T>::fit(const ConstVector& weights, int mstop, GamMode mode,
                                             GamTimings* timings, const GamProgress& progress,
-                                            std::vector<double>* held_out) {
+                                            std::vector<double>* held_out,
+                                            const ConstVector& held_out_weights) {
   if (held_out != nullptr && mode != GamMode::direct)
     throw std::invalid_argument("kpl::fit_gam: out-of-fold risks need the direct mode");
-  Run run = start(weights, mstop, mode, timings);
+  Run run = start(weights, mstop, mode, timings, held_out_weights);
   const bool reporting = gam_on_any(*group_, bool(progress.report));
   Kokkos::Timer boosting_timer, since_report;
   const double reductions_before = reduction_seconds_;
@@ -85,10 +88,12 @@ void GamBooster<ExecutionSpace, T>::report_progress(const Run& run, int m,
 // the risk at the offset.
 template <class ExecutionSpace, class T>
 typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start(
-    const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings) {
+    const ConstVector& weights, int mstop, GamMode mode, GamTimings* timings,
+    const ConstVector& held_out) {
   Kokkos::Timer timer;
   Run run;
   run.weights = weights;
+  run.held_out = held_out;
   run.mstop = mstop;
   run.mode = mode;
   GamModel& model = run.model;
@@ -101,7 +106,13 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   const auto host_gram = gram_over_processes(run);
   const double cross_product_seconds = timer.seconds();
   penalise(host_gram, model);
-  model.offset = gam_offset(space_, y_, weights, options_.family, *group_);
+  // mboost: a user's offset is taken as it is; the family's (the weighted
+  // mean response on the link scale) is computed afresh for every fit, the
+  // resamples' included. Per-row offsets replace the family's.
+  model.row_offset = row_offset_.extent(0) != 0;
+  model.offset = options_.offset    ? *options_.offset
+                 : model.row_offset ? 0.0
+                                    : gam_offset(space_, y_, weights, options_.family, *group_);
   model.observations = total_rows_;
   if (timings) {
     timings->basis_seconds = basis_seconds_ + cross_product_seconds;
@@ -148,9 +159,10 @@ Kokkos::View<double*, Kokkos::HostSpace> GamBooster<ExecutionSpace, T>::gram_ove
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::begin_boosting(Run& run) {
   agreed(*group_, [&] { allocate_run(run); });
-  Kokkos::deep_copy(space_, f_, run.model.offset);
+  Kokkos::deep_copy(space_, f_, 0.0);
+  add_offsets(run.model.offset);
   gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
-                  ConstVector(y_), run.weights, f_, u_, run.risk_sums, 0);
+                  ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, 0);
   // Gram mode: each risk from the previous one (take_step), so it is summed
   // here and at each refresh; the other modes sum all risks in finish().
   if (run.mode == GamMode::gram)
@@ -201,17 +213,24 @@ void GamBooster<ExecutionSpace, T>::products_from_rows() {
 
 // f = offset + sum_j B_j coefficients_j, then u and the exact risk.
 template <class ExecutionSpace, class T>
-template <class CoefficientView, class RiskView>
-void GamBooster<ExecutionSpace, T>::refresh(const ConstVector& weights, double offset,
-                                            const CoefficientView& coefficients,
-                                            const RiskView& risk_sums, std::int64_t slot) {
-  kpl::apply(space_, basis_, coefficients, f_);
+void GamBooster<ExecutionSpace, T>::refresh(const Run& run, std::int64_t slot) {
+  kpl::apply(space_, basis_, run.coefficients, f_);
+  add_offsets(run.model.offset);
+  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
+                  ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, slot);
+  sum_over_processes(Kokkos::subview(run.risk_sums, std::make_pair(slot, slot + 1)));
+}
+
+// f += offset, and each row's own offset where the fit has them.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::add_offsets(double offset) {
   Kokkos::parallel_for("kpl::gam::add_offset",
                        Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
                        AddToRows<Vector, Vector>{f_, Vector(), offset});
-  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
-                  ConstVector(y_), weights, f_, u_, risk_sums, slot);
-  sum_over_processes(Kokkos::subview(risk_sums, std::make_pair(slot, slot + 1)));
+  if (row_offset_.extent(0) != 0)
+    Kokkos::parallel_for("kpl::gam::add_row_offset",
+                         Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
+                         AddToRows<Vector, ConstVector>{f_, row_offset_, 0.0});
 }
 
 // Iteration m: asynchronous on the booster's instance, except that the
@@ -235,7 +254,7 @@ void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
     gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients,
                   Vector(), run.risk_sums, m);
     gam_update_rows(space_, basis_, true, current_, step_, GamFamilyFunctions{options_.family},
-                    ConstVector(y_), run.weights, f_, u_, run.risk_sums, m + 1);
+                    ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, m + 1);
   }
 }
 
@@ -262,7 +281,7 @@ void GamBooster<ExecutionSpace, T>::iterate_gram(Run& run, int m) {
                 run.risk_sums, m);
   gam_update_cross_products(space_, learners_, k_, slot_blocks(), step_, c_);
   if ((m + 1) % options_.gram_refresh == 0 || m + 1 == run.mstop) {
-    refresh(run.weights, run.model.offset, run.coefficients, run.risk_sums, m + 1);
+    refresh(run, m + 1);
     if (m + 1 < run.mstop) compute_gradient_products();
   }
 }
@@ -287,7 +306,7 @@ void GamBooster<ExecutionSpace, T>::iterate_dense(Run& run, int m) {
                          AddToRows<Vector, LowVector>{f_, u_low_, 0.0});
   }
   gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
-                  ConstVector(y_), run.weights, f_, u_, run.risk_sums, m + 1);
+                  ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, m + 1);
 }
 
 // The model on the host: risks, selections and coefficients read back.
@@ -308,6 +327,7 @@ GamModel GamBooster<ExecutionSpace, T>::finish(Run& run, std::vector<double>* he
     if (held_out) (*held_out)[m] = host_risk(m).held_out;
   }
   model.selected.assign(host_selected.data(), host_selected.data() + mstop);
+  model.varimp = gam_variable_importance(model.risk, model.selected, learners_, total_rows_);
   model.coefficients.assign(host_coefficients.data(),
                             host_coefficients.data() + host_coefficients.size());
   return std::move(model);

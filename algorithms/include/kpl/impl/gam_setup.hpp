@@ -12,6 +12,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -140,6 +141,55 @@ struct WeightedSum {
     sums.held_out += weight;
   }
 };
+
+// The fit's weights as mboost's rescale_weights leaves them (Hofner et al.,
+// mboost R/helpers.R): integer weights (counts, 0/1) as they are, others
+// scaled to average 1 over the positive ones, w sum(w > 0) / sum(w). Only
+// the risk's scale depends on it (offset, lambda's smoother and the path
+// do not), but the risks, lambda and varimp then read as mboost's. Throws
+// kpl::input_error naming the first (0-based, over the group's rows)
+// negative or non-finite weight, and for weights all zero.
+template <class ExecutionSpace, class Weights>
+Kokkos::View<double*, typename ExecutionSpace::memory_space> gam_model_weights(
+    const ExecutionSpace& space, const Weights& weights, std::int64_t first_row,
+    const ProcessGroup& group) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), weights);
+  const std::int64_t n = host.extent(0);
+  double first_bad = std::numeric_limits<double>::max();
+  double totals[2] = {0, 0};  // sum of w, count of w > 0
+  double largest_fraction = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double w = host(i);
+    if (!(w >= 0) || !std::isfinite(w)) {
+      first_bad = std::min(first_bad, double(first_row + i));
+      continue;
+    }
+    totals[0] += w;
+    totals[1] += w > 0;
+    largest_fraction = std::max(largest_fraction, w - std::floor(w));
+  }
+  group.min(&first_bad, 1);
+  if (first_bad < std::numeric_limits<double>::max()) {
+    const std::int64_t bad = static_cast<std::int64_t>(first_bad);
+    double value = bad >= first_row && bad < first_row + n ? double(host(bad - first_row)) : 0;
+    group.sum(&value, 1);  // only the owner adds a non-zero term
+    throw input_error("kpl::fit_gam: weight " + std::to_string(bad) + " (0-based row) is " +
+                      format_number(value) + "; weights must be finite and not negative");
+  }
+  group.sum(totals, 2);
+  group.max(&largest_fraction, 1);
+  if (!(totals[1] > 0)) throw input_error("kpl::fit_gam: every weight is 0: nothing to fit");
+  Kokkos::View<double*, typename ExecutionSpace::memory_space> model_weights(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::gam::weights"), n);
+  auto host_model = Kokkos::create_mirror_view(model_weights);
+  // mboost's test: max |w - floor(w)| < sqrt(machine epsilon).
+  const bool integer = largest_fraction < std::sqrt(std::numeric_limits<double>::epsilon());
+  for (std::int64_t i = 0; i < n; ++i)
+    host_model(i) = integer ? double(host(i)) : host(i) / totals[0] * totals[1];
+  Kokkos::deep_copy(space, model_weights, host_model);
+  space.fence();
+  return model_weights;
+}
 
 // The offset: the weighted mean response (over the group's rows) on the
 // family's link scale; throws kpl::input_error where the family has none.

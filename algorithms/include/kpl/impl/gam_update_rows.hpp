@@ -20,7 +20,7 @@ struct GamUpdateRows {
   CurrentView current;
   StepView step;
   GamFamilyFunctions family;
-  ConstVector y, weights;
+  ConstVector y, weights, held_out;  // held_out empty: 1 - weight
   Vector f, u;
   int width;
   bool add_step;
@@ -41,28 +41,29 @@ struct GamUpdateRows {
     u(i) = Value(weight * family.negative_gradient(observed, fitted));
     const double loss = family.loss(observed, fitted);
     sums.training += weight * loss;
-    sums.held_out += (1 - weight) * loss;
+    sums.held_out += (held_out.extent(0) != 0 ? double(held_out(i)) : 1 - weight) * loss;
   }
 };
 
 // Per row: (optionally) f += B_s step from the compact basis; then the
 // weighted negative gradient u = w g(y, f) and the risk into
-// risk_sums(slot). With `add_step` false f is taken as it is (after a dense
-// gemv, or at the start).
+// risk_sums(slot): training sum w loss, held-out sum h loss (h = held_out,
+// or 1 - w where it is empty: the 0/1 folds). With `add_step` false f is taken as it is (after a
+// dense gemv, or at the start).
 template <class ExecutionSpace, class Basis, class Vector, class ConstVector, class CurrentView,
           class StepView, class RiskView>
 void gam_update_rows(const ExecutionSpace& space, const Basis& basis, bool add_step,
                      const CurrentView& current, const StepView& step,
                      const GamFamilyFunctions& family, const ConstVector& y,
-                     const ConstVector& weights, const Vector& f, const Vector& u,
-                     const RiskView& risk_sums, std::int64_t slot) {
+                     const ConstVector& weights, const ConstVector& held_out, const Vector& f,
+                     const Vector& u, const RiskView& risk_sums, std::int64_t slot) {
   using Memory = typename ExecutionSpace::memory_space;
   using Functor = GamUpdateRows<decltype(basis.first), decltype(basis.values), Vector, ConstVector,
                                 CurrentView, StepView>;
   Kokkos::parallel_reduce(
       "kpl::gam::update_rows", Kokkos::RangePolicy<ExecutionSpace>(space, 0, y.extent(0)),
-      Functor{basis.first, basis.values, current, step, family, y, weights, f, u, basis.width(),
-              add_step},
+      Functor{basis.first, basis.values, current, step, family, y, weights, held_out, f, u,
+              basis.width(), add_step},
       RiskReducer<Memory>(
           Kokkos::View<RiskSums, Memory, Kokkos::MemoryUnmanaged>(risk_sums.data() + slot)));
 }
