@@ -72,23 +72,30 @@ KOKKOS_INLINE_FUNCTION T strided_dot(const Member& member, const GemvProblem<T>&
   return dot;
 }
 
+// Output r of batch entry b by the calling thread and its lanes.
+template <int Width, class Member, class T>
+KOKKOS_INLINE_FUNCTION void thread_dot(const Member& member, int lanes,
+                                       const GemvProblem<T>& problem, std::int64_t b,
+                                       std::int64_t r) {
+  const T* row = problem.row(b, r);
+  T dot;
+  if constexpr (Width > 1) {
+    dot = packed_dot<Width>(member, lanes, problem, row);
+  } else {
+    dot = strided_dot(member, problem, row);
+  }
+  Kokkos::single(Kokkos::PerThread(member), [&] { problem.store(b, r, dot); });
+}
+
 // Outputs [first, last) of batch entry b: thread t of the team takes outputs
-// first + t, first + t + team_size, ... (one each when last - first is the
-// team size). No team barrier: a thread may leave as soon as its outputs
-// are stored.
+// first + t, first + t + team_size, ... No team barrier: a thread may leave
+// as soon as its outputs are stored.
 template <int Width, class Member, class T>
 KOKKOS_INLINE_FUNCTION void team_dots(const Member& member, int lanes,
                                       const GemvProblem<T>& problem, std::int64_t b,
                                       std::int64_t first, std::int64_t last) {
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, first, last), [&](const std::int64_t r) {
-    const T* row = problem.row(b, r);
-    T dot;
-    if constexpr (Width > 1) {
-      dot = packed_dot<Width>(member, lanes, problem, row);
-    } else {
-      dot = strided_dot(member, problem, row);
-    }
-    Kokkos::single(Kokkos::PerThread(member), [&] { problem.store(b, r, dot); });
+    thread_dot<Width>(member, lanes, problem, b, r);
   });
 }
 

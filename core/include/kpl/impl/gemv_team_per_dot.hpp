@@ -29,14 +29,16 @@ struct LanesPerDot {
   std::int64_t teams_per_batch;
   int lanes;  // the team's vector length, P
 
-  // Outputs [team * M', (team + 1) * M') of batch entry b: one a thread
-  // (impl/gemv_team.hpp, as kpl::team::gemv).
+  // Outputs [team * M', (team + 1) * M') of batch entry b: one a thread, by
+  // its rank rather than a TeamThreadRange, whose set-up per team costs on
+  // host backends where a team is one thread (impl/gemv_team.hpp's
+  // thread_dot, as kpl::team::gemv).
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const std::int64_t b = member.league_rank() / teams_per_batch;
-    const std::int64_t first = (member.league_rank() - b * teams_per_batch) * member.team_size();
-    const std::int64_t last =
-        first + member.team_size() < problem.outputs ? first + member.team_size() : problem.outputs;
-    team_dots<Width>(member, lanes, problem, b, first, last);
+    const std::int64_t r =
+        (member.league_rank() - b * teams_per_batch) * member.team_size() + member.team_rank();
+    if (r >= problem.outputs) return;  // no team-wide synchronisation follows
+    thread_dot<Width>(member, lanes, problem, b, r);
   }
 };
 
