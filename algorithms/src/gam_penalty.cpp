@@ -46,6 +46,18 @@ Matrix invert_lower(const Matrix& lower, int k) {
   return inverse;
 }
 
+// L^-1 B for lower-triangular L: forward substitution, column by column.
+Matrix solve_lower(const Matrix& lower, const Matrix& b, int k) {
+  Matrix x(b);
+  for (int column = 0; column < k; ++column)
+    for (int i = 0; i < k; ++i) {
+      double sum = x[i * k + column];
+      for (int p = 0; p < i; ++p) sum -= lower[i * k + p] * x[p * k + column];
+      x[i * k + column] = sum / lower[i * k + i];
+    }
+  return x;
+}
+
 Matrix multiply(const Matrix& a, const Matrix& b, int k, bool transpose_b = false) {
   Matrix c(static_cast<std::size_t>(k) * k, 0.0);
   for (int i = 0; i < k; ++i)
@@ -165,6 +177,92 @@ std::vector<double> symmetric_eigenvalues(std::vector<double> a, int k) {
   return diagonal;
 }
 
+namespace {
+
+// F (k x rank, row-major, k columns allocated) with F F^T = K for the
+// positive semidefinite K, by Cholesky with diagonal pivoting (Higham,
+// Accuracy and Stability, §10.3), stopping where the largest remaining
+// diagonal falls below k eps of the largest one. Returns the rank.
+int semidefinite_factor(const Matrix& penalty, int k, Matrix& factor) {
+  Matrix remaining(penalty);
+  factor.assign(static_cast<std::size_t>(k) * k, 0.0);
+  std::vector<int> order(k);
+  for (int i = 0; i < k; ++i) order[i] = i;
+  double largest = 0;
+  for (int i = 0; i < k; ++i) largest = std::max(largest, penalty[i * k + i]);
+  const double floor = k * std::numeric_limits<double>::epsilon() * largest;
+  int rank = 0;
+  for (; rank < k; ++rank) {
+    int pivot = rank;
+    for (int i = rank + 1; i < k; ++i)
+      if (remaining[order[i] * k + order[i]] > remaining[order[pivot] * k + order[pivot]])
+        pivot = i;
+    std::swap(order[rank], order[pivot]);
+    const int p = order[rank];
+    const double diagonal = remaining[p * k + p];
+    if (!(diagonal > floor)) break;
+    const double root = std::sqrt(diagonal);
+    for (int i = rank; i < k; ++i) factor[order[i] * k + rank] = remaining[order[i] * k + p] / root;
+    for (int i = rank + 1; i < k; ++i)
+      for (int j = rank + 1; j < k; ++j)
+        remaining[order[i] * k + order[j]] -=
+            factor[order[i] * k + rank] * factor[order[j] * k + rank];
+  }
+  return rank;
+}
+
+// The squared singular values of the k x columns matrix w (row-major, row
+// stride k), by one-sided Jacobi (Hestenes; Demmel & Veselic 1992): rotate
+// pairs of columns until every pair is orthogonal to k eps, then the squared
+// column norms. Unlike a tridiagonal QL on w w^T, it keeps the small values
+// to high relative accuracy when w is badly scaled, as L^-1 F is where B^T W
+// B is nearly singular (a basis function with almost no weighted rows).
+std::vector<double> squared_singular_values(const Matrix& w, int k, int columns) {
+  const double tolerance = k * std::numeric_limits<double>::epsilon();
+  // Column-major copy: each rotation runs along two contiguous columns.
+  Matrix column(static_cast<std::size_t>(k) * columns);
+  for (int i = 0; i < k; ++i)
+    for (int a = 0; a < columns; ++a) column[a * k + i] = w[i * k + a];
+  std::vector<double> squares(columns);
+  for (int sweep = 0;; ++sweep) {
+    if (sweep == 60)
+      throw std::runtime_error("kpl::demmler_reinsch_eigenvalues: Jacobi did not converge");
+    // Squared norms afresh each sweep, then kept up to date by each rotation.
+    for (int a = 0; a < columns; ++a) {
+      double sum = 0;
+      for (int i = 0; i < k; ++i) sum += column[a * k + i] * column[a * k + i];
+      squares[a] = sum;
+    }
+    bool rotated = false;
+    for (int a = 0; a + 1 < columns; ++a)
+      for (int b = a + 1; b < columns; ++b) {
+        double* left = &column[a * k];
+        double* right = &column[b * k];
+        double gamma = 0;
+        for (int i = 0; i < k; ++i) gamma += left[i] * right[i];
+        const double alpha = squares[a], beta = squares[b];
+        if (alpha == 0 || beta == 0 || std::fabs(gamma) <= tolerance * std::sqrt(alpha * beta))
+          continue;
+        rotated = true;
+        // The rotation that zeroes the pair's inner product (Golub & Van Loan §8.5.2).
+        const double zeta = (beta - alpha) / (2 * gamma);
+        const double t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + std::hypot(1.0, zeta));
+        const double c = 1 / std::hypot(1.0, t), s = c * t;
+        for (int i = 0; i < k; ++i) {
+          const double x = left[i], y = right[i];
+          left[i] = c * x - s * y;
+          right[i] = s * x + c * y;
+        }
+        squares[a] = alpha - t * gamma;
+        squares[b] = beta + t * gamma;
+      }
+    if (!rotated) break;
+  }
+  return squares;
+}
+
+}  // namespace
+
 std::vector<double> demmler_reinsch_eigenvalues(const std::vector<double>& gram,
                                                 const std::vector<double>& penalty, int k) {
   // mboost: A = G + 1e-9 K keeps A positive definite where B alone is not.
@@ -173,11 +271,13 @@ std::vector<double> demmler_reinsch_eigenvalues(const std::vector<double>& gram,
   Matrix lower;
   if (!cholesky(a, k, lower))
     throw std::invalid_argument("B^T B + 1e-9 K is not positive definite");
-  const Matrix inverse = invert_lower(lower, k);
-  // L^-1 K L^-T; its singular values are its eigenvalues (it is PSD).
-  const Matrix reduced = multiply(multiply(inverse, penalty, k), inverse, k, true);
-  auto eigenvalues = symmetric_eigenvalues(reduced, k);
-  for (double& value : eigenvalues) value = std::fabs(value);
+  // The eigenvalues of L^-1 K L^-T are the squared singular values of
+  // L^-1 F (K = F F^T): no product is formed, so nothing is squared away.
+  Matrix factor;
+  const int rank = semidefinite_factor(penalty, k, factor);
+  const Matrix reduced = solve_lower(lower, factor, k);  // L^-1 F, columns beyond rank zero
+  auto eigenvalues = squared_singular_values(reduced, k, rank);
+  eigenvalues.resize(k, 0.0);  // K's null space
   std::sort(eigenvalues.begin(), eigenvalues.end(), std::greater<>());
   return eigenvalues;
 }
