@@ -537,6 +537,36 @@ TEST(GamPenalty, LambdaFromDfRoundTrip) {
                std::invalid_argument);
 }
 
+// The df -> lambda step against 60-digit references (scripts/penalty_reference.py):
+// eight learners' B^T W B, the last one singular but for mboost's 1e-9 K ridge
+// (a basis function with one row of positive weight), where the small
+// Demmler-Reinsch eigenvalues that df hangs on sit beside one of 1e9.
+TEST(GamPenalty, EigenvaluesAndLambdaMatchHighPrecisionReferences) {
+  const kpl::hdf5::InputFile file(data_directory + "penalty_reference.h5");
+  const auto grams = file.read<double, 3>("/gram");
+  const auto penalty_array = file.read<double, 2>("/penalty");
+  const auto eigenvalues = file.read<double, 2>("/eigenvalues");
+  const auto lambdas = file.read<double, 1>("/lambda");
+  const int k = static_cast<int>(penalty_array.extent(0));
+  const std::vector<double> penalty(penalty_array.data(), penalty_array.data() + k * k);
+  ASSERT_EQ(grams.extent(0), 8u);
+  for (std::size_t c = 0; c < grams.extent(0); ++c) {
+    const std::vector<double> gram(grams.data() + c * k * k, grams.data() + (c + 1) * k * k);
+    const auto computed = kpl::demmler_reinsch_eigenvalues(gram, penalty, k);
+    for (int i = 0; i < k; ++i) {
+      const double expected = eigenvalues(c, i);
+      if (!(expected > 1e-12 * eigenvalues(c, 0))) continue;  // K's null space: zero in either
+      // A direction G nearly lacks has d ~ 1e9 from the ridge alone, known only
+      // to G's conditioning; with lambda ~ 1e3 its share of df is below 1e-11.
+      const double tolerance = expected < 1e6 ? 1e-11 : 1e-8;
+      EXPECT_NEAR(computed[i], expected, tolerance * expected) << "case " << c << " d_" << i;
+    }
+    const auto learner = kpl::penalise_learner(gram, penalty, k, 4, kpl::DfDefinition::trace_2s_sts,
+                                               "case " + std::to_string(c), 2);
+    EXPECT_NEAR(learner.lambda, lambdas(c), 1e-12 * lambdas(c)) << "case " << c;
+  }
+}
+
 // ---------------------------------------------------- mboost's reference fits
 
 struct Reference {
