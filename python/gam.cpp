@@ -207,6 +207,11 @@ py::object predict_typed(const GamModel& model, const py::array& X_array, bool p
 
 py::object predict_binding(const FittedGam& fitted, const py::array& X, bool partial_effects) {
   const Argument x_argument{"kpl.gam.Model.predict", "X"};
+  if (fitted.model.row_offset)
+    throw input_error(
+        "kpl.gam.Model.predict: the model was fitted with per-row offsets, which new rows need "
+        "too, and predict takes none: use `kpl gam predict --offset /NAME` (or --offset 0 for "
+        "the learners' sum alone)");
   require_rank(X, {2}, x_argument, "[n, p]");
   if (X.shape(1) != fitted.model.covariates)
     throw input_error("kpl.gam.Model.predict: X has " + std::to_string(X.shape(1)) +
@@ -275,6 +280,11 @@ void bind_model(py::module_& module) {
       .def_property_readonly("risk",
                              [](const FittedGam& f) {
                                return array_of(f.model.risk, {std::int64_t(f.model.risk.size())});
+                             })
+      .def_property_readonly("varimp",
+                             [](const FittedGam& f) {
+                               return array_of(f.model.varimp,
+                                               {std::int64_t(f.model.varimp.size())});
                              })
       .def_property_readonly("boundary",
                              [](const FittedGam& f) {

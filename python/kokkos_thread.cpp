@@ -25,7 +25,12 @@ class KokkosThread {
     auto ready = initialised.get_future();
     thread_ = std::thread([this, threads](std::promise<void> promise) { loop(threads, promise); },
                           std::move(initialised));
-    ready.get();  // rethrows a failed Kokkos::initialize (the thread has ended then)
+    try {
+      ready.get();  // rethrows a failed Kokkos::initialize
+    } catch (...) {
+      thread_.join();  // it has ended; a joinable std::thread's destructor would terminate
+      throw;
+    }
   }
 
   void run(std::function<void()> work) {
@@ -37,6 +42,8 @@ class KokkosThread {
     auto done = task.get_future();
     {
       const std::lock_guard<std::mutex> lock(mutex_);
+      // A daemon thread calling during exit: the loop may have ended already.
+      if (stopping_) throw std::runtime_error("kpl: Kokkos is being finalised (interpreter exit)");
       queue_.push_back(std::move(task));
     }
     wake_.notify_one();

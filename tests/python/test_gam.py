@@ -8,7 +8,7 @@ import kpl
 from conftest import REPO, read_h5, run_cli, write_h5
 
 MODEL = {"offset": "offset", "coefficients": "coefficients", "lambda_": "lambda", "df": "df",
-         "selected": "selected", "risk": "risk", "boundary": "boundary"}
+         "selected": "selected", "risk": "risk", "boundary": "boundary", "varimp": "varimp"}
 
 
 def data(family, n=400, p=5, seed=11):
@@ -107,3 +107,15 @@ def test_shipped_model_predicts_as_the_cli(tmp_path):
     model = kpl.gam.load(model_path)
     assert np.array_equal(model.predict(X), read_h5(tmp_path / "pred.h5")["prediction"])
     assert model.risk.size == 0  # the file reader reads what prediction needs
+
+
+def test_a_model_with_row_offsets_is_not_predicted_without_them(tmp_path):
+    X, y = data("poisson", seed=21)
+    write_h5(tmp_path / "train.h5", X=X, y=y, exposure=np.full(len(y), 0.5))
+    status, stderr = run_cli("gam", "fit", "--input", tmp_path / "train.h5", "--output",
+                             tmp_path / "model.h5", "--family", "poisson", "--mstop", 20,
+                             "--offset", "/exposure")
+    assert status == 0, stderr
+    model = kpl.gam.load(tmp_path / "model.h5")
+    with pytest.raises(kpl.InputError, match=r"fitted with per-row offsets.*--offset"):
+        model.predict(X)

@@ -121,3 +121,18 @@ def test_a_forked_child_is_told_not_hung():
     """)
     assert status == 0, err
     assert "forked process" in out and "'spawn'" in out
+
+
+def test_kokkos_failing_to_start_is_an_exception_not_an_abort():
+    # Kokkos refuses a malformed thread count in its environment variable; the
+    # thread that tried to start it must be joined before the error is raised.
+    status, out, err = python("""
+        import kpl
+        try:
+            kpl.info()
+        except RuntimeError as error:
+            print("raised:", error)
+    """, KOKKOS_NUM_THREADS="abc")
+    assert status == 0, err
+    assert out.startswith("raised:"), (out, err)
+    assert "terminate" not in err
