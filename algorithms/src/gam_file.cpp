@@ -287,28 +287,49 @@ hdf5::HostArray<double, 1> read_row_values(const ProcessGroup& group, const hdf5
 }
 
 // FILE:DATASET of --cv-weights: this process's rows of the [n, B] resample
-// weights, checked like weights, B the same everywhere.
+// weights, checked like weights, B the same everywhere. Every resample needs
+// a row to fit (weight > 0 in its column) and one held out (0 in its column,
+// of positive --weights): the message names the file, the dataset and the
+// 0-based column, which the library's own check cannot.
 hdf5::HostArray<double, 2> read_resample_weights(const ProcessGroup& group,
                                                  const GamFitFileOptions& options, RowBlock block,
-                                                 std::int64_t n) {
+                                                 std::int64_t n,
+                                                 const hdf5::HostArray<double, 1>& weights) {
   hdf5::HostArray<double, 2> counts;
+  std::string path;
+  const std::string& dataset = options.cv_weights_dataset;
   agreed(group, [&] {
     const hdf5::InputFile file(options.cv_weights_path);
-    const std::string& dataset = options.cv_weights_dataset;
+    path = file.path();
     const auto shape = file.shape(dataset);
     if (shape.size() != 2 || std::int64_t(shape[0]) != n || shape[1] < 1)
-      throw input_error("'" + file.path() + "': dataset " + dataset +
-                        " must be [n, B] with n = " + std::to_string(n) +
-                        " rows of /X and B >= 1 resamples");
+      throw input_error("'" + path + "': dataset " + dataset + " must be [n, B] with n = " +
+                        std::to_string(n) + " rows of /X and B >= 1 resamples");
     counts = file.read_rows<double, 2>(dataset, block.first, block.count);
     for (std::int64_t i = 0; i < block.count; ++i)
       for (std::size_t b = 0; b < counts.extent(1); ++b)
         if (!std::isfinite(counts(i, b)) || counts(i, b) < 0)
-          throw input_error("'" + file.path() + "': dataset " + dataset + ": value (" +
+          throw input_error("'" + path + "': dataset " + dataset + ": value (" +
                             std::to_string(block.first + i) + ", " + std::to_string(b) +
                             ") is " + format_number(counts(i, b)) +
                             "; resample weights must be finite and not negative");
   });
+  // [fitted of column 0.., held out of column 0..]; the file is the same on
+  // every process, so is B.
+  const std::size_t resamples = counts.extent(1);
+  std::vector<double> sums(2 * resamples, 0.0);
+  for (std::int64_t i = 0; i < block.count; ++i)
+    for (std::size_t b = 0; b < resamples; ++b) {
+      sums[b] += counts(i, b);
+      if (counts(i, b) == 0) sums[resamples + b] += weights.extent(0) != 0 ? weights(i) : 1.0;
+    }
+  group.sum(sums.data(), static_cast<std::int64_t>(sums.size()));
+  for (std::size_t b = 0; b < resamples; ++b)
+    if (!(sums[b] > 0) || !(sums[resamples + b] > 0))
+      throw input_error("'" + path + "': dataset " + dataset + ": resample " +
+                        std::to_string(b) + " (0-based column) " +
+                        (sums[b] > 0 ? "leaves no row of positive weight out"
+                                     : "has no row of positive weight to fit"));
   return counts;
 }
 
@@ -455,7 +476,8 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
     inputs.offset = read_row_values(group, *input, options.offset, block, false);
   if (!options.cv_weights_path.empty())
     inputs.resample_weights =
-        read_resample_weights(group, options, block, std::int64_t(input->shape("/X")[0]));
+        read_resample_weights(group, options, block, std::int64_t(input->shape("/X")[0]),
+                              inputs.weights);
   return options.single_precision
              ? fit_in_precision<float>(group, X, y, inputs, model_input_path, *output, options)
              : fit_in_precision<double>(group, X, y, inputs, model_input_path, *output, options);

@@ -224,21 +224,64 @@ def test_cv_choices_exclude_each_other(run, h5):
     check(res, 1, r"excludes")
 
 
-def test_negative_resample_weight(run, h5, tmp_path):
+def nan_at(shape, i, b):
+    counts = np.ones(shape)
+    counts[i, b] = np.nan
+    return counts
+
+
+def zero_column(b):
     counts = np.ones((300, 3))
-    counts[7, 2] = -1
-    small_input(h5, folds=counts)
-    res = run("gam", "fit", "--input", "in.h5", "--output", "m.h5", "--cv-weights",
-              "in.h5:/folds")
-    check(res, 2, r"kpl: bad input: 'in\.h5': dataset /folds: value \(7, 2\) is -1")
+    counts[::2] = 0  # every resample holds rows out
+    counts[:, b] = 0
+    return counts
+
+
+def negative_at(i, b):
+    counts = np.ones((300, 3))
+    counts[i, b] = -1
+    return counts
+
+
+# The resamples may lie in another file than the input: the message names
+# theirs (cv.h5), the dataset and the 0-based row and column.
+@pytest.mark.parametrize("counts,where,message", [
+    (np.ones(300), "cv.h5:/folds",
+     bad_input("cv.h5", r"dataset /folds must be \[n, B\] with n = 300 rows of /X")),
+    (np.ones((301, 3)), "cv.h5:/folds",
+     bad_input("cv.h5", r"dataset /folds must be \[n, B\] with n = 300 rows of /X")),
+    (np.ones((300, 3)), "absent.h5:/folds",
+     r"kpl: bad input: cannot open 'absent\.h5': no such file"),
+    (np.ones((300, 3)), "cv.h5:/nothing", bad_input("cv.h5", r"dataset /nothing is missing")),
+    (nan_at((300, 3), 4, 1), "cv.h5:/folds",
+     bad_input("cv.h5", r"dataset /folds: value \(4, 1\) is nan; resample weights must be")),
+    (negative_at(7, 2), "in.h5:/folds",
+     bad_input("in.h5", r"dataset /folds: value \(7, 2\) is -1; resample weights must be")),
+    (zero_column(1), "cv.h5:/folds",
+     bad_input("cv.h5", r"dataset /folds: resample 1 \(0-based column\) has no row of "
+                        r"positive weight to fit")),
+])
+def test_bad_resample_weights(run, h5, tmp_path, counts, where, message):
+    if where.startswith("in.h5"):
+        small_input(h5, folds=counts)
+    else:
+        small_input(h5)
+        h5("cv.h5", folds=counts)
+    res = run("gam", "fit", "--input", "in.h5", "--output", "m.h5", "--cv-weights", where,
+              "--mstop", 5)
+    check(res, 2, message)
     one_line(res)
+    assert "kpl::" not in res[2]
+    assert_no_output(tmp_path / "m.h5")
 
 
 def test_resample_without_held_out_rows(run, h5):
     small_input(h5, folds=np.ones((300, 2)))
     res = run("gam", "fit", "--input", "in.h5", "--output", "m.h5", "--cv-weights",
               "in.h5:/folds", "--mstop", 5)
-    check(res, 2, r"resample 0 leaves no row of positive weight out")
+    check(res, 2, bad_input("in.h5", r"dataset /folds: resample 0 \(0-based column\) leaves "
+                                     r"no row of positive weight out"))
+    one_line(res)
 
 
 def test_predict_offsets_must_match_the_model(run, h5, tmp_path):
@@ -255,3 +298,41 @@ def test_predict_offsets_must_match_the_model(run, h5, tmp_path):
               "--offset", "/o")
     check(res, 2, bad_input("mean.h5", r"fitted without per-row offsets"))
     one_line(res)
+
+
+@pytest.mark.parametrize("name,data,message", [
+    ("short", np.zeros(299), r"dimension 0 of /X .* is 300 but dimension 0 of /short .* is 299"),
+    ("matrix", np.zeros((300, 2)), r"dataset /matrix must be \[n\]"),
+    ("holey", np.where(np.arange(300) == 9, np.nan, 0.0),
+     r"dataset /holey holds NaN or Inf at \[9\]"),
+])
+def test_predict_offset_dataset_unusable(run, h5, tmp_path, name, data, message):
+    ref = read_h5(DATA / "mboost_offset_vector.h5")
+    h5("in.h5", X=ref["X"], y=ref["y"], o=ref["offset"], **{name: data})
+    check(run("gam", "fit", "--input", "in.h5", "--output", "rows.h5", "--offset", "/o",
+              "--mstop", 5), 0)
+    res = run("gam", "predict", "--model", "rows.h5", "--input", "in.h5", "--output", "p.h5",
+              "--offset", "/" + name)
+    check(res, 2, bad_input("in.h5", message))
+    one_line(res)
+    assert_no_output(tmp_path / "p.h5")
+
+
+@pytest.mark.parametrize("command,option,value,message", [
+    ("predict", "--offset", "1e400",
+     r"--offset: '1e400' is neither a finite number nor a dataset name"),
+    ("predict", "--type", "resp", r"--type: resp not in \{link,response\}"),
+    ("fit", "--bootstrap", "0", r"--bootstrap: Value 0 not in range 1 to 65536"),
+    ("fit", "--bootstrap", "-3", r"--bootstrap: Value -3 not in range 1 to 65536"),
+])
+def test_bad_predict_and_bootstrap_values_are_usage_errors(run, h5, tmp_path, command, option,
+                                                           value, message):
+    small_input(h5)
+    if command == "predict":
+        args = ("--model", "in.h5", "--input", "in.h5", "--output", "p.h5")
+    else:
+        args = ("--input", "in.h5", "--output", "p.h5")
+    res = run("gam", command, *args, option, value)
+    check(res, 1, message)
+    one_line(res)
+    assert_no_output(tmp_path / "p.h5")

@@ -216,6 +216,7 @@ GamCrossValidation resample_gam(
     const GamObservations<typename ExecutionSpace::memory_space>& observations,
     const GamOptions& options, const CountView& counts, const ProcessGroup& group) {
   const int resamples = static_cast<int>(counts.extent(1));
+  const std::int64_t first = gam_rows(group, X.extent(0)).first;  // rows are named globally
   agreed(group, [&] {
     if (counts.extent(0) != X.extent(0))
       throw input_error("kpl::fit_gam: X has " + std::to_string(X.extent(0)) +
@@ -223,7 +224,7 @@ GamCrossValidation resample_gam(
     for (std::size_t i = 0; i < counts.extent(0); ++i)
       for (int b = 0; b < resamples; ++b)
         if (!(counts(i, b) >= 0) || !std::isfinite(double(counts(i, b))))
-          throw input_error("kpl::fit_gam: resample weight (" + std::to_string(i) + ", " +
+          throw input_error("kpl::fit_gam: resample weight (" + std::to_string(first + i) + ", " +
                             std::to_string(b) + ") is " + format_number(counts(i, b)) +
                             "; they must be finite and not negative");
   });
