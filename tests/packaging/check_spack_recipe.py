@@ -267,6 +267,7 @@ def expected_dependencies(chosen, run_tests):
     if chosen["python"]:
         expected["python"] = set()
         expected["py-pybind11"] = set()
+        expected["py-numpy"] = set()
     if chosen["benchmarks"]:
         expected["benchmark"] = set()
     if run_tests:

@@ -61,6 +61,8 @@ class Kpl(CMakePackage, CudaPackage):
 
     depends_on("python@3:", when="+python", type=("build", "link", "run"))
     depends_on("py-pybind11", when="+python", type="build")
+    # The module imports NumPy, and kpl's CMake looks for its headers.
+    depends_on("py-numpy", when="+python", type=("build", "run"))
 
     depends_on("googletest", type="test")
     depends_on("benchmark", when="+benchmarks")
