@@ -98,30 +98,6 @@ GamOptions gam_options(const GamArguments& arguments) {
   return options;
 }
 
-// `kpl gam fit` refuses a fit whose risk, coefficients or offset are not
-// finite (gam_file.cpp's require_finite_fit, which is not public).
-void require_finite_fit(const FittedGam& fitted) {
-  const GamModel& model = fitted.model;
-  for (std::size_t m = 0; m < model.risk.size(); ++m)
-    if (!std::isfinite(model.risk[m]))
-      throw input_error("kpl.gam.fit: the fit diverged: the training risk is " +
-                        format_number(model.risk[m]) + " at iteration " + std::to_string(m) + " (" +
-                        to_string(model.options.family) +
-                        " family); y's scale may overflow the link");
-  for (std::size_t e = 0; e < model.coefficients.size(); ++e)
-    if (!std::isfinite(model.coefficients[e]))
-      throw input_error("kpl.gam.fit: the fit diverged: coefficient " +
-                        std::to_string(e % model.options.basis_size) + " of covariate " +
-                        std::to_string(e / model.options.basis_size) + " is not finite");
-  if (!std::isfinite(model.offset))
-    throw input_error("kpl.gam.fit: the offset (y's mean on the link scale) is not finite");
-  for (const double risk : fitted.cv_risk)
-    if (!std::isfinite(risk))
-      throw input_error(
-          "kpl.gam.fit: the cross-validation diverged: a fold's out-of-fold risk "
-          "is not finite");
-}
-
 template <class T>
 FittedGam fit_typed(const py::array& X_array, const py::array& y_array, const GamOptions& options,
                     std::optional<int> folds, std::uint64_t seed) {
@@ -151,7 +127,7 @@ FittedGam fit_typed(const py::array& X_array, const py::array& y_array, const Ga
       used.mstop = cv.best_mstop;
     }
     fitted.model = fit_gam(space, device_X, device_y, used, &fitted.timings);
-    require_finite_fit(fitted);
+    require_finite_gam_fit(fitted.model, fitted.cv_risk, "kpl.gam.fit");
     return fitted;
   });
 }

@@ -62,28 +62,6 @@ std::string penalty_name(int differences) { return differences == 0 ? "ridge" : 
 
 // A fit whose risk or coefficients stopped being finite (a Poisson mean
 // exp(f) past the largest double, say) is refused: no model is written.
-void require_finite_fit(const GamModel& model, const std::vector<double>& cv_risk,
-                        const std::string& input_path) {
-  for (std::size_t m = 0; m < model.risk.size(); ++m)
-    if (!std::isfinite(model.risk[m]))
-      throw input_error(input_path + ": the fit diverged: the training risk is " +
-                        std::to_string(model.risk[m]) + " at iteration " + std::to_string(m) +
-                        " (" + to_string(model.options.family) +
-                        " family); y's scale may overflow the link");
-  for (std::size_t e = 0; e < model.coefficients.size(); ++e)
-    if (!std::isfinite(model.coefficients[e]))
-      throw input_error(input_path + ": the fit diverged: coefficient " +
-                        std::to_string(e % model.options.basis_size) + " of covariate " +
-                        std::to_string(e / model.options.basis_size) + " is not finite");
-  if (!std::isfinite(model.offset))
-    throw input_error(input_path + ": the offset (y's mean on the link scale) is not finite");
-  for (std::size_t e = 0; e < cv_risk.size(); ++e)
-    if (!std::isfinite(cv_risk[e]))
-      throw input_error(input_path +
-                        ": the cross-validation diverged: a fold's out-of-fold risk "
-                        "is not finite");
-}
-
 // Resamples or folds of the choice of mstop (0: none).
 int gam_resamples(const GamFitFileOptions& options) {
   return options.cv_folds > 0 ? options.cv_folds : options.cv_bootstrap;
@@ -227,7 +205,7 @@ GamModel fit_rows(const ProcessGroup& group, const XView& X, const YView& y,
   });
   summary.mstop = gam.mstop;
   summary.final_risk = model.risk.back();
-  require_finite_fit(model, cv.risk, input_path);
+  require_finite_gam_fit(model, cv.risk, input_path);
   return model;
 }
 
@@ -384,6 +362,28 @@ RowBlock plan_fit(const ProcessGroup& group, const hdf5::InputFile& input,
 }
 
 }  // namespace
+
+void require_finite_gam_fit(const GamModel& model, const std::vector<double>& cv_risk,
+                            const std::string& context) {
+  for (std::size_t m = 0; m < model.risk.size(); ++m)
+    if (!std::isfinite(model.risk[m]))
+      throw input_error(context + ": the fit diverged: the training risk is " +
+                        std::to_string(model.risk[m]) + " at iteration " + std::to_string(m) +
+                        " (" + to_string(model.options.family) +
+                        " family); y's scale may overflow the link");
+  for (std::size_t e = 0; e < model.coefficients.size(); ++e)
+    if (!std::isfinite(model.coefficients[e]))
+      throw input_error(context + ": the fit diverged: coefficient " +
+                        std::to_string(e % model.options.basis_size) + " of covariate " +
+                        std::to_string(e / model.options.basis_size) + " is not finite");
+  if (!std::isfinite(model.offset))
+    throw input_error(context + ": the offset (y's mean on the link scale) is not finite");
+  for (std::size_t e = 0; e < cv_risk.size(); ++e)
+    if (!std::isfinite(cv_risk[e]))
+      throw input_error(context +
+                        ": the cross-validation diverged: a fold's out-of-fold risk "
+                        "is not finite");
+}
 
 GamSimulatedData simulate_gam(const GamSimulation& simulation) {
   const std::int64_t n = simulation.observations, p = simulation.covariates;

@@ -76,6 +76,12 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
 // A model written by fit_gam_file.
 GamModel read_gam_model(const std::string& model_path);
 
+// Throws kpl::input_error, starting with `context` (the input file, or the
+// calling function), when a fit's training risk, coefficients, offset or
+// cross-validation risks are not finite: the fit diverged and is no model.
+void require_finite_gam_fit(const GamModel& model, const std::vector<double>& cv_risk,
+                            const std::string& context);
+
 // Writes /prediction [n] (link scale unless asked for the response) and, if asked, /partial_effects
 // [n, p] for the rows of the input's /X. Returns n.
 std::int64_t predict_gam_file(const std::string& model_path, const std::string& input_path,
