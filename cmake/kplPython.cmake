@@ -6,23 +6,35 @@
 # project. Never with KPL_SANITIZERS: an extension instrumented with
 # AddressSanitizer cannot be loaded into an uninstrumented python (the
 # runtime must come first in the process), so the sanitizer build skips it.
+# kpl_find_python_with(<variable> <module>...): the first of Debian's
+# /usr/bin/python3 and python3 on the PATH that imports every module, or ""
+# (a python3 earlier on the PATH, pyenv or conda, often lacks Debian's).
+function(kpl_find_python_with variable)
+  list(JOIN ARGN ", " modules)
+  foreach(candidate /usr/bin/python3 python3)
+    find_program(kpl_python_candidate NAMES ${candidate} NO_CACHE)
+    if(kpl_python_candidate)
+      execute_process(COMMAND ${kpl_python_candidate} -c "import ${modules}"
+                      RESULT_VARIABLE imported OUTPUT_QUIET ERROR_QUIET)
+      if(imported EQUAL 0)
+        set(${variable} ${kpl_python_candidate} PARENT_SCOPE)
+        return()
+      endif()
+    endif()
+    unset(kpl_python_candidate)
+  endforeach()
+  set(${variable} "" PARENT_SCOPE)
+endfunction()
+
 set(kpl_python_default OFF)
 if(KPL_ENABLE_PYTHON OR (NOT DEFINED KPL_ENABLE_PYTHON AND PROJECT_IS_TOP_LEVEL
                          AND NOT KPL_SANITIZERS))
   if(NOT Python_EXECUTABLE)
-    foreach(candidate /usr/bin/python3 python3)
-      find_program(kpl_python_candidate NAMES ${candidate} NO_CACHE)
-      if(kpl_python_candidate)
-        execute_process(COMMAND ${kpl_python_candidate} -c "import numpy"
-                        RESULT_VARIABLE kpl_python_has_numpy OUTPUT_QUIET ERROR_QUIET)
-        if(kpl_python_has_numpy EQUAL 0)
-          set(Python_EXECUTABLE ${kpl_python_candidate} CACHE FILEPATH
-              "The Python the kpl module is built for")
-          break()
-        endif()
-      endif()
-      unset(kpl_python_candidate)
-    endforeach()
+    kpl_find_python_with(kpl_numpy_python numpy)
+    if(kpl_numpy_python)
+      set(Python_EXECUTABLE ${kpl_numpy_python} CACHE FILEPATH
+          "The Python the kpl module is built for")
+    endif()
   endif()
   if(Python_EXECUTABLE)
     # Found first, so that pybind11 uses FindPython with this interpreter.
