@@ -79,6 +79,8 @@ else()
   endif()
 endif()
 find_package(HDF5 REQUIRED COMPONENTS C)
+# kpl compresses output chunks itself, as HDF5's deflate filter would (zlib)
+find_package(ZLIB REQUIRED)
 if(KPL_ENABLE_MPI AND NOT HDF5_IS_PARALLEL)
   message(FATAL_ERROR
     "kpl: KPL_ENABLE_MPI=ON needs a parallel HDF5, but ${HDF5_C_COMPILER_EXECUTABLE} is "

@@ -78,6 +78,15 @@ bool InputFile::has_dataset(const std::string& dataset) const {
   return link_exists(file_, dataset, path_) && is_dataset(file_, dataset);
 }
 
+bool InputFile::holds_integers(const std::string& dataset) const {
+  impl::dataset_shape(path_, file_, dataset);  // says what is wrong with it
+  QuietErrors quiet;
+  const std::string name = absolute(dataset);
+  Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle stored(H5Dget_type(set.get()), H5Tclose);
+  return stored.valid() && H5Tget_class(stored.get()) == H5T_INTEGER;
+}
+
 std::vector<std::size_t> InputFile::shape(const std::string& dataset) const {
   return impl::dataset_shape(path_, file_, dataset);
 }
@@ -260,6 +269,12 @@ void read_raw_rows(const std::string& path, std::int64_t file, const std::string
 }
 
 // ------------------------------------------------------ checks of values
+
+void fail_buffer_shape(const std::string& path, const std::string& dataset,
+                       const std::vector<std::size_t>& extents) {
+  throw runtime_error("reading " + in_quotes(path) + ": dataset " + absolute(dataset) + " rows " +
+                      shape_text(extents) + " do not fit the buffer given for them");
+}
 
 void fail_not_finite(const std::string& path, const std::string& dataset,
                      const std::vector<std::size_t>& extents, std::size_t flat_index,

@@ -53,11 +53,11 @@ void require_distinct(const std::string& output, const std::vector<std::string>&
   }
 }
 
-std::vector<std::string> remove_stale_partials(const std::string& output) {
+std::vector<std::string> stale_partials(const std::string& output) {
   const std::filesystem::path target(output);
   const std::string prefix = target.filename().string() + ".partial-";
   const std::filesystem::path directory(directory_of(output));
-  std::vector<std::string> removed;
+  std::vector<std::string> stale;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     const std::string name = entry.path().filename().string();
@@ -69,8 +69,16 @@ std::vector<std::string> remove_stale_partials(const std::string& output) {
     const pid_t pid = static_cast<pid_t>(std::stol(digits));
     if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // still running
     std::error_code ignored;
-    if (entry.is_regular_file(ignored) && std::filesystem::remove(entry.path(), ignored))
-      removed.push_back(entry.path().string());
+    if (entry.is_regular_file(ignored)) stale.push_back(entry.path().string());
+  }
+  return stale;
+}
+
+std::vector<std::string> remove_stale_partials(const std::string& output) {
+  std::vector<std::string> removed;
+  for (const auto& path : stale_partials(output)) {
+    std::error_code ignored;
+    if (std::filesystem::remove(path, ignored)) removed.push_back(path);
   }
   return removed;
 }

@@ -255,6 +255,7 @@ def expected_dependencies(chosen, run_tests):
         "kokkos-kernels": set(),
         "hdf5": {f"{plus[chosen['mpi']]}mpi"},
         "cli11": set(),
+        "zlib-api": set(),
         "cmake": set(),
         "ninja": set(),
         "c": set(),

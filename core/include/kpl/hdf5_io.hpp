@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kpl::hdf5 {
@@ -57,6 +59,8 @@ class InputFile {
   const std::string& path() const { return path_; }
 
   bool has_dataset(const std::string& dataset) const;
+  // Whether a dataset's elements are integers (which are always finite).
+  bool holds_integers(const std::string& dataset) const;
   // Extents of a dataset, slowest-varying first (as h5py's .shape).
   std::vector<std::size_t> shape(const std::string& dataset) const;
   // Its size in memory as elements of element_size bytes; input_error when
@@ -77,6 +81,14 @@ class InputFile {
   HostArray<T, Rank> read_rows(const std::string& dataset, std::size_t first_row,
                                std::size_t row_count, ReadRequirements requirements = {}) const;
 
+  // read_rows into `rows`, a contiguous row-major host View whose extents
+  // give the rows (rows.extent(0) of them, from first_row) and must match
+  // the dataset's others: streaming into buffers allocated once (pinned
+  // memory for a GPU, say).
+  template <class View>
+  void read_rows_into(const std::string& dataset, std::size_t first_row, const View& rows,
+                      ReadRequirements requirements = {}) const;
+
   // Attributes of the file ("/") or of a dataset or group.
   bool has_attribute(const std::string& object, const std::string& name) const;
   std::string read_string_attribute(const std::string& object, const std::string& name) const;
@@ -84,6 +96,7 @@ class InputFile {
   std::int64_t read_integer_attribute(const std::string& object, const std::string& name) const;
 
  private:
+  friend class OutputFile;  // copy_dataset
   std::string path_;
   std::int64_t file_ = -1;  // hid_t
 };
@@ -104,13 +117,44 @@ void require_writable_target(const std::string& output);
 // symbolic or hard link to the same file.
 void require_distinct(const std::string& output, const std::vector<std::string>& inputs);
 
-// Removes "<output>.partial-<pid>" files whose process no longer runs (left
-// by a run that was killed) and returns their paths.
+// The "<output>.partial-<pid>" files whose process no longer runs (left by a
+// run that was killed or interrupted), and a function that removes them and
+// returns their paths.
+std::vector<std::string> stale_partials(const std::string& output);
 std::vector<std::string> remove_stale_partials(const std::string& output);
 
-// Unlinks every partial file of this process that was not committed.
+// Unlinks every partial file of this process that was not committed, but
+// those opened to be kept when interrupted (OutputFile::Options), whose
+// names it writes to file descriptor `report_fd` (-1: none), one line each.
 // Async-signal-safe: for a program's SIGINT/SIGTERM/SIGHUP handler.
-void remove_uncommitted_outputs() noexcept;
+void remove_uncommitted_outputs(int report_fd = -1) noexcept;
+
+// How a dataset is stored: contiguous (chunk_rows 0), or in chunks of
+// chunk_rows rows along its first dimension (whole in the others), each
+// shuffled and deflated at deflate_level (1 fastest .. 9 smallest; 0: not
+// compressed). Readers need nothing but HDF5's built-in filters.
+struct Storage {
+  std::size_t chunk_rows = 0;
+  int deflate_level = 0;
+  // Rows may be added (OutputFile::append_rows): created with its first
+  // extent as given (0, say), unlimited; chunked (chunk_rows > 0).
+  bool extendible = false;
+};
+
+// Rows of a chunked dataset made into its stored chunks before they are
+// written (compress_rows, kpl/impl/hdf5_write.hpp): no HDF5 call, so that
+// compressing runs on other threads than the HDF5 calls, on several at once.
+// OutputFile::write_compressed_rows stores the chunks as they are (HDF5's
+// direct chunk write). first_row is a multiple of the chunk rows, and the
+// rows end on a chunk boundary or at the dataset's end (the last chunk is
+// padded).
+struct CompressedRows {
+  std::size_t first_row = 0;
+  std::size_t rows = 0;
+  std::size_t chunk_rows = 0;
+  std::vector<std::vector<unsigned char>> chunks;
+  std::size_t stored_bytes() const;
+};
 
 // How several processes open one OutputFile together (kpl's MPI layer,
 // kpl/process_group.hpp; core/ itself knows no MPI): an HDF5 file-access
@@ -139,15 +183,30 @@ struct SharedOutput {
 // renames on the leader. Destroyed uncommitted, every process unlinks the
 // partial file but leaves the HDF5 file to be closed at MPI_Finalize (a
 // collective close here could wait forever for a process that failed alone).
+struct OutputOptions {
+  // Interrupted by a signal (remove_uncommitted_outputs), the partial file
+  // stays, for a later run to resume (OutputFile::resume_partial). HDF5 then
+  // keeps the file's metadata in memory between flush() calls, so that the
+  // file on disk is always as the last flush() left it, also after a crash.
+  bool keep_when_interrupted = false;
+};
+
 class OutputFile {
  public:
-  explicit OutputFile(std::string path);
+  explicit OutputFile(std::string path) : OutputFile(std::move(path), OutputOptions{}) {}
+  OutputFile(std::string path, OutputOptions options);
   OutputFile(std::string path, const SharedOutput& shared);
+  // Goes on writing `partial`, a partial file of `path` kept by an earlier
+  // run (see OutputOptions), renamed to this process's partial name first:
+  // input_error if it is not a file HDF5 can open for writing.
+  static std::unique_ptr<OutputFile> resume_partial(std::string path, const std::string& partial,
+                                                    OutputOptions options);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
   const std::string& path() const { return path_; }
+  const std::string& partial_path() const { return partial_path_; }
   // The transfer property list write_rows() uses (an hid_t; -1: HDF5's
   // default): after a collective write, H5Pget_mpio_actual_io_mode on it says
   // how MPI-IO did it.
@@ -156,14 +215,35 @@ class OutputFile {
   // Writes a host View of rank 1 to 3, in any layout, row-major into the file.
   // Intermediate groups in the dataset's path are created.
   template <class View>
-  void write(const std::string& dataset, const View& view);
+  void write(const std::string& dataset, const View& view, const Storage& storage = {});
 
   // A dataset written in slices: create it with its full extents, then
   // write_rows() each block of rows (along the first dimension) once.
   template <class T>
-  void create_dataset(const std::string& dataset, const std::vector<std::size_t>& extents);
+  void create_dataset(const std::string& dataset, const std::vector<std::size_t>& extents,
+                      const Storage& storage = {});
   template <class View>
   void write_rows(const std::string& dataset, std::size_t first_row, const View& view);
+  // Rows compressed ahead (CompressedRows) into a dataset created with the
+  // same chunk rows and deflate level. One process only (not shared).
+  void write_compressed_rows(const std::string& dataset, const CompressedRows& rows);
+
+  // An extendible dataset (Storage::extendible): rows added at its end, or
+  // its rows cut to `rows` (what a resumed run had written). One process.
+  template <class View>
+  void append_rows(const std::string& dataset, const View& view);
+  void resize_rows(const std::string& dataset, std::size_t rows);
+  std::size_t rows(const std::string& dataset) const;
+
+  // A dataset of `input` copied whole, its element type kept (any numeric
+  // type: shot numbers stay unsigned), stored as `storage` says.
+  void copy_dataset(const InputFile& input, const std::string& dataset,
+                    const Storage& storage = {});
+
+  bool has_dataset(const std::string& dataset) const;
+
+  // Writes what HDF5 holds in memory to the file (metadata included).
+  void flush();
 
   void write_attribute(const std::string& object, const std::string& name,
                        const std::string& value);
@@ -172,11 +252,14 @@ class OutputFile {
   }
   void write_attribute(const std::string& object, const std::string& name, double value);
   void write_attribute(const std::string& object, const std::string& name, std::int64_t value);
+  void remove_attribute(const std::string& object, const std::string& name);
 
   // Makes the output visible under its final name; nothing is before.
   void commit();
 
  private:
+  struct Reopen {};
+  OutputFile(std::string path, const std::string& partial, OutputOptions options, Reopen);
   void close_and_remove() noexcept;
 
   std::string path_;

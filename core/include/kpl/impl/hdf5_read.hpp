@@ -37,6 +37,9 @@ void read_raw(const std::string& path, std::int64_t file, const std::string& dat
 void read_raw_rows(const std::string& path, std::int64_t file, const std::string& dataset,
                    element_type type, void* data, std::size_t first_row,
                    const std::vector<std::size_t>& extents);
+// runtime_error: a buffer whose extents do not match the rows it is for.
+[[noreturn]] void fail_buffer_shape(const std::string& path, const std::string& dataset,
+                                    const std::vector<std::size_t>& extents);
 [[noreturn]] void fail_not_finite(const std::string& path, const std::string& dataset,
                                   const std::vector<std::size_t>& extents, std::size_t flat_index,
                                   std::size_t first_row);
@@ -105,6 +108,36 @@ HostArray<T, Rank> InputFile::read_rows(const std::string& dataset, std::size_t 
       impl::check_finite(path_, dataset, array.data(), extents, first_row);
   }
   return array;
+}
+
+template <class View>
+void InputFile::read_rows_into(const std::string& dataset, std::size_t first_row,
+                               const View& rows, ReadRequirements requirements) const {
+  static_assert(Kokkos::is_view<View>::value, "read_rows_into takes a Kokkos::View");
+  using T = typename View::non_const_value_type;
+  constexpr int Rank = static_cast<int>(View::rank);
+  static_assert(Rank >= 1 && Rank <= 3, "kpl::hdf5 reads datasets of rank 1 to 3");
+  static_assert(
+      (Rank == 1 || std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) &&
+          Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible,
+      "read_rows_into takes contiguous host Views, LayoutRight from rank 2");
+  auto extents = impl::checked_shape(path_, file_, dataset, Rank, impl::element_type_of<T>(),
+                                     requirements.allow_empty);
+  impl::check_row_range(path_, dataset, first_row, rows.extent(0), extents[0]);
+  extents[0] = rows.extent(0);
+  for (int d = 1; d < Rank; ++d)
+    if (extents[d] != rows.extent(d) || !rows.span_is_contiguous())
+      impl::fail_buffer_shape(path_, dataset, extents);
+  if constexpr (std::is_same_v<T, float>) {
+    if (!requirements.already_checked)
+      impl::check_float_range(path_, file_, dataset, first_row, extents);
+  }
+  impl::read_raw_rows(path_, file_, dataset, impl::element_type_of<T>(), rows.data(), first_row,
+                      extents);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (requirements.finite && !requirements.already_checked)
+      impl::check_finite(path_, dataset, rows.data(), extents, first_row);
+  }
 }
 
 }  // namespace kpl::hdf5

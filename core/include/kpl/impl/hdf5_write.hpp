@@ -19,17 +19,25 @@ namespace impl {
 // the new dataset, open (a hid_t).
 std::int64_t create_raw(const std::string& path, std::int64_t file, bool committed,
                         const std::string& dataset, element_type type,
-                        const std::vector<std::size_t>& extents);
+                        const std::vector<std::size_t>& extents, const Storage& storage);
 // Creates the dataset and closes it again: an open dataset handle would keep
 // the file open past commit()'s H5Fclose, so its data could reach the disk
 // only after the file was renamed into place.
 void create_empty_raw(const std::string& path, std::int64_t file, bool committed,
                       const std::string& dataset, element_type type,
-                      const std::vector<std::size_t>& extents);
+                      const std::vector<std::size_t>& extents, const Storage& storage);
 // data == nullptr: creates the dataset only (a shared file's other processes).
 void write_raw(const std::string& path, std::int64_t file, bool committed,
                const std::string& dataset, element_type type, const void* data,
-               const std::vector<std::size_t>& extents);
+               const std::vector<std::size_t>& extents, const Storage& storage);
+// The stored form of chunks [first_chunk, first_chunk + chunks.size()) of
+// row-major rows (rows x row_elements elements of element_size bytes, the
+// first at a chunk boundary): each padded to chunk_rows rows, byte-shuffled
+// and deflated (level 0: as they are); in core/src/hdf5_compress.cpp.
+// Runs on `threads` threads at most.
+void compress_chunks(const unsigned char* data, std::size_t rows, std::size_t row_elements,
+                     std::size_t element_size, const Storage& storage,
+                     std::vector<std::vector<unsigned char>>& chunks, int threads);
 void write_raw_rows(const std::string& path, std::int64_t file, bool committed,
                     const std::string& dataset, element_type type, const void* data,
                     std::size_t first_row, const std::vector<std::size_t>& extents,
@@ -70,8 +78,35 @@ auto row_major_copy(const std::string& label, const View& source) {
 }
 }  // namespace impl
 
+// Rows [first_row, first_row + rows.extent(0)) of a dataset stored as
+// `storage` (chunked), compressed on up to `threads` threads; see
+// CompressedRows. A contiguous row-major host View.
 template <class View>
-void OutputFile::write(const std::string& dataset, const View& view) {
+CompressedRows compress_rows(const View& rows, std::size_t first_row, const Storage& storage,
+                             int threads = 1) {
+  static_assert(Kokkos::is_view<View>::value, "compress_rows takes a Kokkos::View");
+  static_assert(
+      (View::rank == 1 || std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) &&
+          Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible,
+      "compress_rows takes contiguous host Views, LayoutRight from rank 2");
+  if (storage.chunk_rows == 0 || first_row % storage.chunk_rows != 0 || !rows.span_is_contiguous())
+    throw runtime_error("compress_rows: the rows must be contiguous and start a chunk of a "
+                        "chunked dataset");
+  std::size_t row_elements = 1;
+  for (int d = 1; d < static_cast<int>(View::rank); ++d) row_elements *= rows.extent(d);
+  CompressedRows compressed;
+  compressed.first_row = first_row;
+  compressed.rows = rows.extent(0);
+  compressed.chunk_rows = storage.chunk_rows;
+  compressed.chunks.resize((compressed.rows + storage.chunk_rows - 1) / storage.chunk_rows);
+  impl::compress_chunks(reinterpret_cast<const unsigned char*>(rows.data()), compressed.rows,
+                        row_elements, sizeof(typename View::value_type), storage,
+                        compressed.chunks, threads);
+  return compressed;
+}
+
+template <class View>
+void OutputFile::write(const std::string& dataset, const View& view, const Storage& storage) {
   static_assert(Kokkos::is_view<View>::value, "OutputFile::write takes a Kokkos::View");
   static_assert(View::rank >= 1 && View::rank <= 3, "kpl::hdf5 writes datasets of rank 1 to 3");
   static_assert(
@@ -83,16 +118,16 @@ void OutputFile::write(const std::string& dataset, const View& view) {
   if constexpr (std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) {
     if (view.span_is_contiguous()) {
       impl::write_raw(path_, file_, committed_, dataset, type, leader_ ? view.data() : nullptr,
-                      extents);
+                      extents, storage);
       return;
     }
   }
   if (!leader_) {
-    impl::write_raw(path_, file_, committed_, dataset, type, nullptr, extents);
+    impl::write_raw(path_, file_, committed_, dataset, type, nullptr, extents, storage);
     return;
   }
   const auto row_major = impl::row_major_copy(dataset, view);
-  impl::write_raw(path_, file_, committed_, dataset, type, row_major.data(), extents);
+  impl::write_raw(path_, file_, committed_, dataset, type, row_major.data(), extents, storage);
 }
 
 template <class View>
@@ -110,10 +145,18 @@ void OutputFile::write_rows(const std::string& dataset, std::size_t first_row, c
                        first_row, impl::extents_of(view), row_transfer_);
 }
 
+template <class View>
+void OutputFile::append_rows(const std::string& dataset, const View& view) {
+  const std::size_t first = rows(dataset);
+  resize_rows(dataset, first + view.extent(0));
+  write_rows(dataset, first, view);
+}
+
 template <class T>
-void OutputFile::create_dataset(const std::string& dataset,
-                                const std::vector<std::size_t>& extents) {
-  impl::create_empty_raw(path_, file_, committed_, dataset, impl::element_type_of<T>(), extents);
+void OutputFile::create_dataset(const std::string& dataset, const std::vector<std::size_t>& extents,
+                                const Storage& storage) {
+  impl::create_empty_raw(path_, file_, committed_, dataset, impl::element_type_of<T>(), extents,
+                         storage);
 }
 
 }  // namespace kpl::hdf5

@@ -54,8 +54,10 @@ class Kpl(CMakePackage, CudaPackage):
 
     # kpl loads one HDF5 per process: the parallel one with MPI, else the serial
     # one (its CMake refuses a parallel HDF5 without KPL_ENABLE_MPI).
-    depends_on("hdf5@1.10: ~mpi", when="~mpi")
-    depends_on("hdf5@1.10: +mpi", when="+mpi")
+    # 1.10.3: direct chunk writes (kpl compresses output chunks itself, with zlib).
+    depends_on("hdf5@1.10.3: ~mpi", when="~mpi")
+    depends_on("hdf5@1.10.3: +mpi", when="+mpi")
+    depends_on("zlib-api")
     depends_on("mpi", when="+mpi")
     depends_on("cli11", type="build")  # header-only, the command line only
 
