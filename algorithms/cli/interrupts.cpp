@@ -9,8 +9,9 @@ namespace kpl::cli {
 namespace {
 
 extern "C" void on_interrupt(int signal_number) {
-  // Only async-signal-safe calls: unlink() and _exit().
-  kpl::hdf5::remove_uncommitted_outputs();
+  // Only async-signal-safe calls: unlink(), write() and _exit(). A partial
+  // output kept for --resume (kpl deconv) is named on stderr.
+  kpl::hdf5::remove_uncommitted_outputs(STDERR_FILENO);
   ::_exit(128 + signal_number);
 }
 

@@ -1,11 +1,16 @@
-"""Case 8: signals during a run -> exit 128 + n, no output and no *.partial-* file."""
+"""Case 8: signals during a run -> exit 128 + n and no output. kpl deconv (and
+only it) keeps its partial output, named OUTPUT.partial-PID and said so on
+stderr, for --resume; every other command leaves no *.partial-* file. A run
+without --resume removes what an interrupted one left."""
 import glob
 import os
+import re
 import resource
 import signal
 import subprocess
 import time
 
+import h5py
 import pytest
 
 from conftest import KPL, check, run_kpl
@@ -49,23 +54,96 @@ def _assert_clean(out):
     assert not left, f"partial output left after a signal: {left}"
 
 
+def _assert_kept(out, err):
+    """The interrupted deconv's partial file, and only it, is there and named."""
+    assert not os.path.lexists(out), "output file left after a signal"
+    left = glob.glob(str(out) + ".partial-*")
+    assert len(left) == 1 and re.fullmatch(r".*out\.h5\.partial-\d+", left[0]), left
+    assert re.search(r"interrupted; the partial output is kept as '[^']*out\.h5\.partial-\d+' "
+                     r"\(--resume goes on from it; a run without --resume removes it\)", err), err
+    return left[0]
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
-def test_signal_exit_status_and_cleanup(tmp_path, big_deconv, sig):
+def test_signal_exit_status_and_kept_partial(tmp_path, big_deconv, sig):
     rc, out_text, err, out, partial_seen = _interrupt(tmp_path, big_deconv, sig)
     assert rc == 128 + sig, f"expected exit {128 + sig} after {sig.name}, got {rc}; stderr: {err!r}"
     assert out_text == ""
     assert partial_seen, "no partial file was being written when the signal came (test not meaningful)"
-    _assert_clean(out)
+    kept = _assert_kept(out, err)
+    # A run without --resume starts again and removes it.
+    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "64mb")
+    check(res, 0, r"removed '.*" + re.escape(os.path.basename(kept)) + r"', left by an interrupted run")
+    assert os.path.exists(out) and not glob.glob(str(out) + ".partial-*")
 
 
 # The other signals whose default action ends a process are handled the
-# same way: exit 128 + n, nothing left behind.
+# same way: exit 128 + n, no output.
 @pytest.mark.parametrize("sig", [signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM, signal.SIGPIPE],
                          ids=lambda s: s.name)
 def test_other_terminating_signals(tmp_path, big_deconv, sig):
     rc, _, err, out, _ = _interrupt(tmp_path, big_deconv, sig)
     assert rc == 128 + sig, f"expected exit {128 + sig} after {sig.name}, got {rc}; stderr: {err!r}"
-    _assert_clean(out)
+    _assert_kept(out, err)
+
+
+def _datasets(path):
+    found = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: found.__setitem__(name, item[()])
+                     if isinstance(item, h5py.Dataset) else None)
+    return found
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(big_deconv, tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole") / "whole.h5"
+    check(run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "2mb"), 0,
+          r"8000 converged")
+    return _datasets(out)
+
+
+# --resume after a signal (a clean stop) and after SIGKILL (as a crash: no
+# handler runs, the file is as its last flush left it): the same datasets,
+# bit for bit, as a run that was never interrupted, and the resumed run says
+# how many waveforms it took over.
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_resume_gives_the_uninterrupted_output(tmp_path, big_deconv, uninterrupted, sig):
+    rc, _, err, out, _ = _interrupt(tmp_path, big_deconv, sig, after=1.0)
+    assert rc in (128 + sig, -sig), f"status {rc}, stderr {err!r}"
+    assert len(glob.glob(str(out) + ".partial-*")) == 1
+    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "2mb",
+                  "--resume")
+    check(res, 0, r"resumed an interrupted run: [1-9]\d* waveforms were already written")
+    assert not glob.glob(str(out) + ".partial-*")
+    resumed = _datasets(out)
+    assert sorted(resumed) == sorted(uninterrupted)
+    for name, values in uninterrupted.items():
+        assert resumed[name].tobytes() == values.tobytes(), f"/{name} differs after --resume"
+
+
+def test_resume_of_other_options_starts_again(tmp_path, big_deconv, uninterrupted):
+    """A partial file made with other options is not resumed: the run starts
+    again (and says so) rather than mixing two runs in one output."""
+    rc, _, err, out, _ = _interrupt(tmp_path, big_deconv, signal.SIGTERM, after=0.5)
+    kept = _assert_kept(out, err)
+    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "2mb",
+                  "--resume", "--return-threshold", "2.5")
+    check(res, 0, r"--resume: '[^']*" + re.escape(os.path.basename(kept)) +
+          r"' was made by another input or other options; removed it\n"
+          r".*--resume: no interrupted run of '[^']*out\.h5' to go on from; starting again")
+    assert "resumed an interrupted run" not in res[2]
+    assert not glob.glob(str(out) + ".partial-*")
+    for name in ("x", "fit", "status"):
+        assert _datasets(out)[name].tobytes() == uninterrupted[name].tobytes()
+
+
+def test_resume_without_an_interrupted_run_starts_fresh(tmp_path, big_deconv):
+    out = tmp_path / "fresh.h5"
+    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "64mb",
+                  "--resume")
+    check(res, 0, r"--resume: no interrupted run of '[^']*fresh\.h5' to go on from; starting again")
+    assert os.path.exists(out)
 
 
 def test_sigkill_leftover_removed_by_next_run(tmp_path, big_deconv):

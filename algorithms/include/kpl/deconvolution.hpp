@@ -18,11 +18,14 @@
 #include <kpl/impl/nnls_file_group.hpp>
 #include <kpl/nnls.hpp>
 #include <kpl/process_group.hpp>
+#include <kpl/waveform_file.hpp>
+#include <kpl/waveform_returns.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -101,6 +104,10 @@ void deconvolve(
       workspace ? *workspace : local_workspace);
 }
 
+// The deflate level kpl deconv compresses its outputs at by default
+// (perf/compression_benchmark.cpp measures size against time per level).
+constexpr int default_deflate_level = 1;
+
 struct DeconvolutionFileOptions {
   DeconvolutionOptions deconvolution;
   bool single_precision = false;
@@ -109,6 +116,36 @@ struct DeconvolutionFileOptions {
   // writing its rows alone (independent), or dealt round-robin with each
   // round's rows written together (collective: MPI-IO aggregates them).
   RowWrites row_writes = RowWrites::independent;
+  // Which datasets hold what (kpl/waveform_file.hpp): empty, the layout's.
+  WaveformDatasetNames datasets;
+  ReturnsOptions returns;  // kpl/waveform_returns.hpp
+  // Every output dataset is stored in chunks along the shot axis, deflated
+  // at this level (1-9; 0: not compressed; -1: default_deflate_level on one
+  // process, 0 on several). Compression needs one process: parallel HDF5
+  // 1.10 writes compressed data only collectively.
+  int deflate_level = -1;
+  // One process: an interrupted run (a signal, a crash) leaves its partial
+  // output, "<output>.partial-<pid>", and resume goes on from its last
+  // complete chunk instead of starting again (same input and options);
+  // without resume, partial files left by earlier runs are removed first.
+  bool resume = false;
+  // Called after each chunk is written, with the shots done and in all
+  // (one process: from the writing thread).
+  std::function<void(std::int64_t done, std::int64_t total)> progress;
+  // Called with what a user should know as it happens ("--resume: ...").
+  std::function<void(const std::string& note)> note;
+};
+
+// Seconds per phase of a file run (summed over its chunks; on several
+// processes the slowest process's). Reading, solving and writing overlap
+// on one process, so they add up to more than the wall time.
+struct DeconvolutionPhases {
+  double setup = 0;   // checks, pre-flight, the output's creation
+  double read = 0;    // input rows to host buffers, ready to solve
+  double solve = 0;   // copies to and from the device and the solver
+  double solver = 0;  // the solver alone (kpl::deconvolve)
+  double write = 0;   // returns, compression and output writes
+  double finish = 0;  // the returns' assembly, settings and commit
 };
 
 struct DeconvolutionSummary {
@@ -116,19 +153,28 @@ struct DeconvolutionSummary {
   std::int64_t chunks = 0;  // over all processes
   std::int64_t waveforms_per_chunk = 0;
   std::int64_t status_counts[nnls_status_count] = {};  // by NnlsStatus
+  std::int64_t returns = 0;
+  std::int64_t resumed_waveforms = 0;  // taken from an interrupted run's partial file
+  std::string layout;                  // WaveformLayoutKind's name
   double seconds = 0;   // reading, solving and writing the chunks (the slowest process)
+  DeconvolutionPhases phases;
   WorkBalance balance;  // WorkBalance: impl/nnls_file_group.hpp
 };
 
-// `kpl deconv`: reads /pulse ([L] or [W, L]) and /waveforms [W, m] from
-// input_path, deconvolves on the default execution space in chunks that fit
-// the budget, writes /x, /fit [W, m], /rnorm, /iterations, /status [W] and
-// the settings to output_path (nothing appears there unless all succeeds).
-// Bad input is a kpl::input_error naming the file and dataset. On a group of
-// several processes (each calls it with the same arguments) the chunks are
-// handed out first come, first served, several per process; the output is
-// the one process's, bit for bit (but its waveforms_per_chunk attribute),
-// and the summary is the same on every process.
+// `kpl deconv`: reads waveforms and pulses (kpl/waveform_file.hpp: kpl's
+// layout, LVIS Level-1B, or named datasets) from input_path, deconvolves on
+// the default execution space in chunks that fit the budget, and writes
+// /x, /fit [W, m], /rnorm, /iterations, /status, /kkt_residual [W], the
+// returns (/returns/offsets [W + 1], /returns/sample, /returns/energy and,
+// with elevations, /returns/elevation: kpl/waveform_returns.hpp), an LVIS
+// file's shot identity and geolocation, and the settings to output_path
+// (nothing appears there unless all succeeds). On one process reading,
+// solving and writing overlap. Bad input is a kpl::input_error naming the
+// file, dataset and row. On a group of several processes (each calls it
+// with the same arguments) the chunks are handed out first come, first
+// served, several per process; the output is the one process's, bit for bit
+// (but its waveforms_per_chunk attribute), and the summary is the same on
+// every process.
 DeconvolutionSummary deconvolve_file(const ProcessGroup& group, const std::string& input_path,
                                      const std::string& output_path,
                                      const DeconvolutionFileOptions& options);
