@@ -279,6 +279,8 @@ def draw(arguments, layout, panels, np, plt):
                 top.set_xlim(0, 1)
             top.tick_params(axis="x", labelsize=7, colors="tab:blue")
             where = "at its echo's peak" if panel["x_aligned"] else "at its echo's start"
+            if not keep.any():
+                where += "; none in view"
             top.set_xlabel(f"x, energy per sample ({where})", fontsize=7, color="tab:blue")
         z_returns = panel["return_z"] if with_z else panel["sample"]
         xmax = max(panel["wave"][span].max(), panel["fit"][span].max(), 1.0)
