@@ -205,7 +205,7 @@ std::string run_signature(const hdf5::InputFile& input, const WaveformFileLayout
   return text.str();
 }
 
-// Chunks of returns: a mebibyte of doubles.
+// Chunks of returns: at most a mebibyte of doubles.
 constexpr std::size_t returns_chunk_rows = std::size_t(1) << 17;
 
 // One process appends each chunk's returns (append_returns).
@@ -213,7 +213,12 @@ void create_returns(hdf5::OutputFile& output, const WaveformFileLayout& layout,
                     const OutputStorage& storage) {
   output.create_dataset<std::int64_t>("/returns/offsets", {std::size_t(layout.shots) + 1},
                                       offsets_storage(layout, storage));
-  const hdf5::Storage appended{returns_chunk_rows, 0, true};  // see append_returns
+  // Chunks for the returns a run expects, up to a mebibyte.
+  const std::size_t expected = std::size_t(layout.shots * expected_returns_per_shot);
+  const hdf5::Storage appended{
+      std::size_t(power_of_two_at_most(std::int64_t(std::clamp<std::size_t>(
+          expected, 1024, returns_chunk_rows)))),
+      0, true};  // uncompressed: see append_returns
   output.create_dataset<double>("/returns/sample", {0}, appended);
   if (layout.has_elevations()) output.create_dataset<double>("/returns/elevation", {0}, appended);
   output.create_dataset<double>("/returns/energy", {0}, appended);

@@ -13,9 +13,12 @@
 //   received waveform (fractional, 0-based);
 // - its elevation is linear between the elevations of sample 0 and of a later
 //   sample (LVIS: Z0 and Z<last>);
-// - a run is a return when E > threshold x the energy noise alone gives one
-//   return: sigma / ||s||_2, the least-squares standard deviation of one
-//   pulse's amplitude under white noise of deviation sigma, estimated as
+// - a run is a return when its echo peaks inside the received waveform
+//   (0 <= sample <= m - 1: near the window's end x fits noise with the
+//   pulse's leading edge alone, with echoes that would peak past the window)
+//   and E > threshold x the energy noise alone gives one return:
+//   sigma / ||s||_2, the least-squares standard deviation of one pulse's
+//   amplitude under white noise of deviation sigma, estimated as
 //   sigma = rnorm / sqrt(m) (the fit's residual). Both sides scale alike with
 //   the waveform's and the pulse's units, so the choice does not depend on
 //   them.
@@ -56,7 +59,7 @@ struct ElevationSpan {
 };
 
 struct ReturnsOptions {
-  double threshold = 3;  // in units of one return's noise energy (see above)
+  double threshold = 5;  // in units of one return's noise energy (see above)
 };
 
 // The returns of many waveforms: counts[w] of them for waveform w, their
@@ -85,8 +88,9 @@ std::int64_t find_returns(const T* x, std::int64_t m, double rnorm, const PulseS
       energy += double(x[j]);
       moment += double(j) * double(x[j]);
     }
-    if (!(energy > options.threshold * noise_energy)) continue;
     const double sample = moment / energy + pulse.peak_shift;
+    if (!(energy > options.threshold * noise_energy) || sample < 0 || sample > double(m - 1))
+      continue;
     returns.sample.push_back(sample);
     returns.elevation.push_back(elevation ? elevation->at(sample)
                                           : std::numeric_limits<double>::quiet_NaN());
