@@ -573,3 +573,178 @@ void check_device_round_trip() {
 KPL_EXECUTION_SPACE_SUITE(Hdf5Backend);
 
 KPL_EXECUTION_SPACE_TEST(Hdf5Backend, FileToDeviceToFile) { check_device_round_trip<TypeParam>(); }
+
+// ------------------------------------------------- chunked, compressed storage
+
+namespace {
+// The chunk rows and filters of a dataset as HDF5 itself reports them.
+struct StoredAs {
+  std::vector<hsize_t> chunk;
+  bool shuffle = false, deflate = false;
+};
+StoredAs stored_as(const std::string& path, const std::string& dataset) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t set = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
+  const hid_t creation = H5Dget_create_plist(set);
+  StoredAs stored;
+  if (H5Pget_layout(creation) == H5D_CHUNKED) {
+    stored.chunk.resize(3);
+    stored.chunk.resize(std::size_t(H5Pget_chunk(creation, 3, stored.chunk.data())));
+  }
+  for (int f = 0; f < H5Pget_nfilters(creation); ++f) {
+    unsigned flags = 0, values[8] = {};
+    std::size_t count = 8;
+    const H5Z_filter_t filter =
+        H5Pget_filter2(creation, unsigned(f), &flags, &count, values, 0, nullptr, nullptr);
+    stored.shuffle = stored.shuffle || filter == H5Z_FILTER_SHUFFLE;
+    stored.deflate = stored.deflate || filter == H5Z_FILTER_DEFLATE;
+  }
+  H5Pclose(creation);
+  H5Dclose(set);
+  H5Fclose(file);
+  return stored;
+}
+}  // namespace
+
+// Rows compressed by kpl (shuffle + deflate made outside HDF5, on several
+// threads) and stored by direct chunk writes read back through HDF5's own
+// filters as the values written, a padded last chunk included, and equal to
+// the same rows written through HDF5's filter pipeline.
+TEST(Hdf5Storage, RowsCompressedAheadReadBackThroughHdf5sFilters) {
+  ScratchDirectory directory;
+  const std::size_t rows = 23, columns = 5;
+  HostArray<double, 2> values("values", rows, columns);
+  HostArray<std::int32_t, 1> counts("counts", rows);
+  std::mt19937_64 random(7);
+  std::normal_distribution<double> normal;
+  for (std::size_t i = 0; i < rows; ++i) {
+    counts(i) = std::int32_t(i * i) - 40;
+    for (std::size_t j = 0; j < columns; ++j) values(i, j) = i % 3 == 0 ? 0.0 : normal(random);
+  }
+  const kpl::hdf5::Storage matrix{4, 6}, vector{8, 1};
+  {
+    OutputFile output(directory.file("ahead.h5"));
+    output.create_dataset<double>("/values", {rows, columns}, matrix);
+    output.create_dataset<std::int32_t>("/counts", {rows}, vector);
+    // Two blocks: rows [0, 12) (whole chunks), then [12, 23) to the end.
+    const auto first = Kokkos::subview(values, std::make_pair(0, 12), Kokkos::ALL);
+    const auto rest = Kokkos::subview(values, std::make_pair(12, 23), Kokkos::ALL);
+    output.write_compressed_rows("/values", kpl::hdf5::compress_rows(first, 0, matrix, 3));
+    output.write_compressed_rows("/values", kpl::hdf5::compress_rows(rest, 12, matrix, 2));
+    output.write_compressed_rows("/counts", kpl::hdf5::compress_rows(counts, 0, vector));
+    output.commit();
+  }
+  {
+    OutputFile output(directory.file("pipeline.h5"));
+    output.create_dataset<double>("/values", {rows, columns}, matrix);
+    output.write_rows("/values", 0, values);
+    output.commit();
+  }
+  const InputFile ahead(directory.file("ahead.h5")), pipeline(directory.file("pipeline.h5"));
+  const auto a = ahead.read<double, 2>("/values"), b = pipeline.read<double, 2>("/values");
+  const auto c = ahead.read<std::int32_t, 1>("/counts");
+  for (std::size_t i = 0; i < rows; ++i) {
+    EXPECT_EQ(c(i), counts(i));
+    for (std::size_t j = 0; j < columns; ++j) {
+      EXPECT_EQ(a(i, j), values(i, j));
+      EXPECT_EQ(b(i, j), values(i, j));
+    }
+  }
+  const auto stored = stored_as(directory.file("ahead.h5"), "/values");
+  EXPECT_EQ(stored.chunk, (std::vector<hsize_t>{4, columns}));
+  EXPECT_TRUE(stored.shuffle && stored.deflate);
+  // Rows that do not start a chunk, or stop inside one before the end.
+  OutputFile output(directory.file("wrong.h5"));
+  output.create_dataset<double>("/values", {rows, columns}, matrix);
+  const auto middle = Kokkos::subview(values, std::make_pair(4, 10), Kokkos::ALL);
+  expect_error<kpl::runtime_error>(
+      [&] { kpl::hdf5::compress_rows(middle, 2, matrix); }, {"start a chunk"});
+  expect_error<kpl::runtime_error>(
+      [&] {
+        output.write_compressed_rows("/values", kpl::hdf5::compress_rows(middle, 4, matrix));
+      },
+      {"/values", "do not match its storage"});
+}
+
+// Extendible datasets grow by appended rows and can be cut back (a resumed
+// run); copies keep the source's element type, unsigned and big-endian ones
+// too, through blocks of rows.
+TEST(Hdf5Storage, AppendsResizesAndCopiesKeepingTypes) {
+  ScratchDirectory directory;
+  const std::string source = directory.file("source.h5");
+  {
+    const hid_t file = H5Fcreate(source.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t count = 5;
+    const hid_t space = H5Screate_simple(1, &count, nullptr);
+    const std::uint64_t shots[5] = {1ull << 40, 2, 3, 4, std::uint64_t(-1)};
+    const std::uint16_t counts[5] = {0, 1, 65535, 7, 9};
+    const hid_t a = H5Dcreate2(file, "/SHOTNUMBER", H5T_STD_U64LE, space, H5P_DEFAULT,
+                               H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(a, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, shots);
+    const hid_t b = H5Dcreate2(file, "/COUNTS", H5T_STD_U16BE, space, H5P_DEFAULT, H5P_DEFAULT,
+                               H5P_DEFAULT);
+    H5Dwrite(b, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts);
+    H5Dclose(a), H5Dclose(b), H5Sclose(space), H5Fclose(file);
+  }
+  const std::string target = directory.file("target.h5");
+  {
+    const InputFile input(source);
+    EXPECT_TRUE(input.holds_integers("/SHOTNUMBER"));
+    OutputFile output(target);
+    output.copy_dataset(input, "/SHOTNUMBER", {2, 1});
+    output.copy_dataset(input, "/COUNTS");
+    output.create_dataset<double>("/grown", {0}, {4, 0, true});
+    const std::vector<double> first = {1, 2, 3}, second = {4, 5, 6, 7, 8};
+    using Unmanaged = Kokkos::View<const double*, Kokkos::HostSpace,
+                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    output.append_rows("/grown", Unmanaged(first.data(), first.size()));
+    output.append_rows("/grown", Unmanaged(second.data(), second.size()));
+    EXPECT_EQ(output.rows("/grown"), 8u);
+    output.resize_rows("/grown", 6);
+    output.commit();
+  }
+  const hid_t file = H5Fopen(target.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t shots = H5Dopen2(file, "/SHOTNUMBER", H5P_DEFAULT);
+  const hid_t counts = H5Dopen2(file, "/COUNTS", H5P_DEFAULT);
+  const hid_t shot_type = H5Dget_type(shots), count_type = H5Dget_type(counts);
+  EXPECT_GT(H5Tequal(shot_type, H5T_STD_U64LE), 0);
+  EXPECT_GT(H5Tequal(count_type, H5T_STD_U16BE), 0);
+  std::uint64_t shot_values[5] = {};
+  std::uint16_t count_values[5] = {};
+  H5Dread(shots, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, shot_values);
+  H5Dread(counts, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, count_values);
+  EXPECT_EQ(shot_values[0], 1ull << 40);
+  EXPECT_EQ(shot_values[4], std::uint64_t(-1));
+  EXPECT_EQ(count_values[2], 65535);
+  H5Tclose(shot_type), H5Tclose(count_type), H5Dclose(shots), H5Dclose(counts), H5Fclose(file);
+  EXPECT_EQ(stored_as(target, "/SHOTNUMBER").chunk, (std::vector<hsize_t>{2}));
+  const auto grown = InputFile(target).read<double, 1>("/grown");
+  ASSERT_EQ(grown.extent(0), 6u);
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(grown(i), double(i + 1));
+}
+
+// An output kept when interrupted is resumed under this process's partial
+// name with what it held; a file HDF5 cannot open is refused by name.
+TEST(Hdf5Storage, PartialOutputsAreResumed) {
+  ScratchDirectory directory;
+  const std::string target = directory.file("out.h5"), kept = directory.file("out.h5.partial-1");
+  {
+    OutputFile output(target, kpl::hdf5::OutputOptions{true});
+    output.create_dataset<double>("/grown", {0}, {4, 0, true});
+    output.write_attribute("/", "step", std::int64_t(1));
+    output.write_attribute("/", "step", std::int64_t(2));  // rewritten where it is
+    output.flush();
+    fs::copy_file(output.partial_path(), kept);
+  }
+  EXPECT_FALSE(fs::exists(target));
+  {
+    auto output = OutputFile::resume_partial(target, kept, kpl::hdf5::OutputOptions{true});
+    EXPECT_FALSE(fs::exists(kept));
+    EXPECT_TRUE(output->has_dataset("/grown"));
+    output->commit();
+  }
+  EXPECT_EQ(InputFile(target).read_integer_attribute("/", "step"), 2);
+  std::ofstream(kept) << "not HDF5";
+  expect_error<kpl::input_error>(
+      [&] { OutputFile::resume_partial(target, kept, {}); }, {"out.h5.partial-1", "not an HDF5"});
+}
