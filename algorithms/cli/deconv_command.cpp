@@ -20,12 +20,23 @@ struct DeconvArguments {
   SolverArguments solver;
 };
 
-// The exit status on every process; the summary from rank 0 alone.
-int report(const DeconvArguments& arguments, const DeconvolutionSummary& summary) {
+// The exit status on every process; the summary (on stderr, and into
+// `json`: a field of DeconvolutionSummary is one line here) from rank 0 alone.
+int report(const DeconvArguments& arguments, const DeconvolutionSummary& summary,
+           JsonObject& json) {
   if (!prints_summary())
     return arguments.solver.strict && summary.status_counts[0] != summary.waveforms
                ? exit_not_converged
                : exit_success;
+  json.set("input", arguments.input)
+      .set("output", arguments.output)
+      .set("precision", arguments.solver.precision)
+      .set("waveforms", summary.waveforms)
+      .set("chunks", summary.chunks)
+      .set("waveforms_per_chunk", summary.waveforms_per_chunk)
+      .set("waveforms_per_second", per_second(summary.waveforms, summary.seconds));
+  json.object("seconds").set("deconvolution", summary.seconds);
+  report_balance(json, summary.balance, "waveforms");
   std::cerr << "kpl deconv: " << summary.waveforms << " waveforms in " << summary.chunks
             << " chunk(s) of up to " << summary.waveforms_per_chunk << " in " << summary.seconds
             << " s on " << Kokkos::DefaultExecutionSpace::name() << " ("
@@ -34,7 +45,7 @@ int report(const DeconvArguments& arguments, const DeconvolutionSummary& summary
   if (summary.balance.ranks > 1)
     std::cerr << "kpl deconv: " << describe(summary.balance, "waveforms") << "\n";
   return report_statuses("deconv", summary.waveforms, "waveforms", summary.status_counts,
-                         arguments.solver.strict);
+                         arguments.solver.strict, json);
 }
 
 // The options the arguments give (std::invalid_argument for wrong ones).
@@ -48,13 +59,13 @@ DeconvolutionFileOptions deconv_options(const DeconvArguments& arguments) {
   return options;
 }
 
-int run_deconv(const DeconvArguments& arguments) {
+int run_deconv(const DeconvArguments& arguments, JsonObject& json) {
   // Agreed: wrong options end every process alike, with one message.
   const auto options = agreed(processes(), [&] { return deconv_options(arguments); });
   // Rank 0 alone: a partial file of the run is named after its process.
   if (prints_summary()) clean_stale_partials(arguments.output);
   return report(arguments,
-                deconvolve_file(processes(), arguments.input, arguments.output, options));
+                deconvolve_file(processes(), arguments.input, arguments.output, options), json);
 }
 
 }  // namespace
@@ -87,7 +98,7 @@ Command add_deconv_command(CLI::App& root) {
       ->capture_default_str();
   add_solver_options(app, arguments->solver,
                      "adaptive: 64, doubled up to m for the waveforms that reach it");
-  return {app, [arguments] { return run_deconv(*arguments); }};
+  return {app, [arguments](JsonObject& json) { return run_deconv(*arguments, json); }};
 }
 
 }  // namespace kpl::cli
