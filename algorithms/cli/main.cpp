@@ -148,9 +148,15 @@ std::string named_command(const CLI::App& app, const std::vector<std::string>& a
   return command_name(*named);
 }
 
-// Whether the arguments ask for --json, before (or without) a parse.
+// Whether the arguments ask for --json (or --json=true), before (or without)
+// a parse.
 bool asks_for_json(const std::vector<std::string>& arguments) {
-  return std::find(arguments.begin(), arguments.end(), "--json") != arguments.end();
+  return std::any_of(arguments.begin(), arguments.end(), [](const std::string& argument) {
+    if (argument == "--json") return true;
+    if (argument.rfind("--json=", 0) != 0) return false;
+    const std::string value = argument.substr(7);
+    return value != "false" && value != "0" && value != "off" && value != "no";
+  });
 }
 
 // The summary's first members: the command (null when the arguments name

@@ -264,6 +264,14 @@ def test_usage_error_found_by_kpl_exits_1(run, tmp_path, argv, command, regex):
     assert_no_output(tmp_path / "o.h5")
 
 
+def test_json_with_a_value(run):
+    summary(run("info", "--json=true"), 0, "info")
+    document = summary(run("nnls", "--bogus", "--json=true"), 1, "nnls")
+    assert "kpl: " in document["error"]
+    rc, out, err = run("info", "--json=false")
+    assert rc == 0 and "enabled backends" in out and "{" not in out
+
+
 def test_unknown_commands_give_json(run):
     document = summary(run("frobnicate", "--json"), 1, None)
     assert "frobnicate" in document["error"]
