@@ -20,14 +20,14 @@ struct DeconvArguments {
   SolverArguments solver;
 };
 
-// The exit status on every process; the summary (on stderr, and into
-// `json`: a field of DeconvolutionSummary is one line here) from rank 0 alone.
+// The exit status on every process; the summary from rank 0 alone.
 int report(const DeconvArguments& arguments, const DeconvolutionSummary& summary,
            JsonObject& json) {
   if (!prints_summary())
     return arguments.solver.strict && summary.status_counts[0] != summary.waveforms
                ? exit_not_converged
                : exit_success;
+  // --json: one line per field of DeconvolutionSummary.
   json.set("input", arguments.input)
       .set("output", arguments.output)
       .set("precision", arguments.solver.precision)
