@@ -3,6 +3,8 @@
 // one of the functions below.
 #pragma once
 
+#include "json_report.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -23,10 +25,14 @@ enum ExitStatus : int {
 // "Exit status: 0 ... 4 ...; 128 + n after signal n." for --help.
 std::string exit_status_legend();
 
-// A subcommand, registered before parsing and run if it was parsed.
+// A subcommand, registered before parsing and run if it was parsed. `run`
+// returns an ExitStatus (kpl's exceptions propagate) and puts what its
+// summary says into `summary`, which main() prints on stdout with --json
+// (from the process that prints the summaries). A failure it reports itself
+// (not by an exception) sets "error" to the line it wrote on stderr.
 struct Command {
   CLI::App* app = nullptr;
-  std::function<int()> run;  // returns an ExitStatus; kpl's exceptions propagate
+  std::function<int(JsonObject& summary)> run;
 };
 
 Command add_info_command(CLI::App& root);

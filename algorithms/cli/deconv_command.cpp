@@ -54,20 +54,48 @@ class ProgressLine {
 };
 
 // The exit status on every process; the summary from rank 0 alone.
-int report(const DeconvArguments& arguments, const DeconvolutionSummary& summary) {
+int report(const DeconvArguments& arguments, const DeconvolutionSummary& summary,
+           JsonObject& json) {
   if (!prints_summary())
     return arguments.solver.strict && summary.status_counts[0] != summary.waveforms
                ? exit_not_converged
                : exit_success;
-  std::cerr << "kpl deconv: " << summary.waveforms << " waveforms in " << summary.chunks
+  // This run's own waveforms (a resumed run took the others over).
+  const std::int64_t solved = summary.waveforms - summary.resumed_waveforms;
+  // --json: one line per field of DeconvolutionSummary.
+  json.set("input", arguments.input)
+      .set("output", arguments.output)
+      .set("layout", summary.layout)
+      .set("precision", arguments.solver.precision)
+      .set("waveforms", summary.waveforms)
+      .set("resumed_waveforms", summary.resumed_waveforms)
+      .set("returns", summary.returns)
+      .set("chunks", summary.chunks)
+      .set("waveforms_per_chunk", summary.waveforms_per_chunk)
+      .set("waveforms_per_second", per_second(solved, summary.seconds))
+      .set("solver_waveforms_per_second", per_second(solved, summary.phases.solver));
+  // The chunks' phases overlap on one process: they add up to more than
+  // "deconvolution", the wall time of the chunks.
+  json.object("seconds")
+      .set("deconvolution", summary.seconds)
+      .set("setup", summary.phases.setup)
+      .set("read", summary.phases.read)
+      .set("solve", summary.phases.solve)
+      .set("solver", summary.phases.solver)
+      .set("write", summary.phases.write)
+      .set("finish", summary.phases.finish);
+  report_balance(json, summary.balance, "waveforms");
+  std::cerr << "kpl deconv: " << solved << " waveforms in " << summary.chunks
             << " chunk(s) of up to " << summary.waveforms_per_chunk << " in " << summary.seconds
             << " s on " << Kokkos::DefaultExecutionSpace::name() << " ("
-            << summary.waveforms / std::max(summary.seconds, 1e-9)
-            << " waveforms/s, file I/O included); wrote " << arguments.output << "\n";
+            << solved / std::max(summary.seconds, 1e-9)
+            << " waveforms/s, file I/O included; the solver alone "
+            << solved / std::max(summary.phases.solver, 1e-9) << " waveforms/s); "
+            << summary.returns << " returns; wrote " << arguments.output << "\n";
   if (summary.balance.ranks > 1)
     std::cerr << "kpl deconv: " << describe(summary.balance, "waveforms") << "\n";
   return report_statuses("deconv", summary.waveforms, "waveforms", summary.status_counts,
-                         arguments.solver.strict);
+                         arguments.solver.strict, json);
 }
 
 // The options the arguments give (std::invalid_argument for wrong ones).
@@ -90,7 +118,7 @@ DeconvolutionFileOptions deconv_options(const DeconvArguments& arguments) {
   return options;
 }
 
-int run_deconv(const DeconvArguments& arguments) {
+int run_deconv(const DeconvArguments& arguments, JsonObject& json) {
   // Agreed: wrong options end every process alike, with one message.
   auto options = agreed(processes(), [&] { return deconv_options(arguments); });
   // Rank 0 alone: a partial file of the run is named after its process.
@@ -108,7 +136,7 @@ int run_deconv(const DeconvArguments& arguments) {
     if (prints_summary() && summary.resumed_waveforms > 0)
       std::cerr << "kpl deconv: resumed an interrupted run: " << summary.resumed_waveforms
                 << " waveforms were already written\n";
-    return report(arguments, summary);
+    return report(arguments, summary, json);
   } catch (...) {
     progress.clear();
     throw;
@@ -171,7 +199,7 @@ Command add_deconv_command(CLI::App& root) {
                 "process only");
   add_solver_options(app, arguments->solver,
                      "adaptive: 64, doubled up to m for the waveforms that reach it");
-  return {app, [arguments] { return run_deconv(*arguments); }};
+  return {app, [arguments](JsonObject& json) { return run_deconv(*arguments, json); }};
 }
 
 }  // namespace kpl::cli

@@ -71,7 +71,38 @@ void print_summary(const GamFitSummary& summary, const GamFitFileOptions& option
   std::cerr << "; final risk " << summary.final_risk << "; wrote " << output << "\n";
 }
 
-int run_gam_fit(const GamFitArguments& arguments) {
+// What print_summary() says, as fields.
+void summary_json(const GamFitSummary& summary, const GamFitArguments& arguments,
+                  const GamFitFileOptions& options, JsonObject& json) {
+  json.set("input", arguments.input)
+      .set("output", arguments.output)
+      .set("family", arguments.family)
+      .set("observations", summary.observations)
+      .set("covariates", summary.covariates)
+      .set("mstop", summary.mstop)
+      .set("final_risk", summary.final_risk)
+      .set("device_bytes", summary.timings.device_bytes);
+  // How mstop was chosen: null when it is --mstop itself.
+  if (options.cv_folds > 0)
+    json.object("mstop_chosen_by").set("method", "cross-validation").set("folds", options.cv_folds);
+  else if (options.cv_bootstrap > 0)
+    json.object("mstop_chosen_by").set("method", "bootstrap").set("resamples", options.cv_bootstrap);
+  else if (!options.cv_weights_path.empty())
+    json.object("mstop_chosen_by")
+        .set("method", "cv-weights")
+        .set("file", options.cv_weights_path)
+        .set("dataset", options.cv_weights_dataset);
+  else
+    json.set_null("mstop_chosen_by");
+  json.object("seconds")
+      .set("basis", summary.timings.basis_seconds)
+      .set("lambda_search", summary.timings.penalty_seconds)
+      .set("boosting", summary.timings.boosting_seconds)
+      .set("reduction", summary.timings.reduction_seconds)
+      .set("mstop_choice", summary.cv_seconds);
+}
+
+int run_gam_fit(const GamFitArguments& arguments, JsonObject& json) {
   GamFitFileOptions options = fit_options(arguments);
   // A progress line on a terminal only (stderr, rewritten in place), from
   // the process that prints the summary.
@@ -86,7 +117,10 @@ int run_gam_fit(const GamFitArguments& arguments) {
   clean_stale_partials(arguments.output);
   const auto summary = fit_gam_file(processes(), arguments.input, arguments.output, options);
   if (terminal) std::cerr << "\n";
-  if (prints_summary()) print_summary(summary, options, arguments.output);
+  if (prints_summary()) {
+    print_summary(summary, options, arguments.output);
+    summary_json(summary, arguments, options, json);
+  }
   return exit_success;
 }
 
@@ -200,7 +234,7 @@ Command add_gam_fit_command(CLI::App& gam) {
       ->required();
   add_model_options(app, *arguments);
   add_computation_options(app, *arguments);
-  return {app, [arguments] { return run_gam_fit(*arguments); }};
+  return {app, [arguments](JsonObject& json) { return run_gam_fit(*arguments, json); }};
 }
 
 }  // namespace kpl::cli

@@ -5,6 +5,8 @@
 
 #include <kpl/gam_file.hpp>
 
+#include <Kokkos_Timer.hpp>
+
 #include <iostream>
 #include <memory>
 
@@ -49,14 +51,24 @@ Command add_gam_predict_command(CLI::App& gam) {
                   "all (0: the learners' sum alone, what mboost's predict(newdata) gives); "
                   "refused for other models, whose offset is in the model")
       ->check(offset_value);
-  return {app, [arguments] {
+  return {app, [arguments](JsonObject& json) {
             clean_stale_partials(arguments->output);
             arguments->options.response = arguments->type == "response";
+            const Kokkos::Timer timer;
             const auto rows = predict_gam_file(processes(), arguments->model, arguments->input,
                                                arguments->output, arguments->options);
+            const double seconds = timer.seconds();
             if (prints_summary())
               std::cerr << "kpl gam predict: " << rows << " predictions; wrote "
                         << arguments->output << "\n";
+            json.set("model", arguments->model)
+                .set("input", arguments->input)
+                .set("output", arguments->output)
+                .set("rows", rows)
+                .set("type", arguments->type)
+                .set("partial_effects", arguments->options.partial_effects)
+                .set("rows_per_second", per_second(rows, seconds));
+            json.object("seconds").set("predict", seconds);
             return int(exit_success);
           }};
 }

@@ -15,31 +15,6 @@
 namespace kpl::cli {
 namespace {
 
-// Sends whatever is written to stdout (file descriptor 1: printf and
-// std::cout alike) to stderr for one scope.
-class StdoutToStderr {
- public:
-  explicit StdoutToStderr(bool active) {
-    if (!active) return;
-    std::cout.flush();
-    std::fflush(stdout);
-    saved_ = ::dup(STDOUT_FILENO);
-    if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
-  }
-  ~StdoutToStderr() {
-    if (saved_ < 0) return;
-    std::cout.flush();
-    std::fflush(stdout);
-    ::dup2(saved_, STDOUT_FILENO);
-    ::close(saved_);
-  }
-  StdoutToStderr(const StdoutToStderr&) = delete;
-  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
-
- private:
-  int saved_ = -1;
-};
-
 // The value of "--kokkos-name=value" as an integer in [low, high].
 long long integer_value(const std::string& argument, const std::string& value, long long low,
                         long long high, const std::string& meaning) {
@@ -57,6 +32,22 @@ long long integer_value(const std::string& argument, const std::string& value, l
 }
 
 }  // namespace
+
+StdoutToStderr::StdoutToStderr(bool active) {
+  if (!active) return;
+  std::cout.flush();
+  std::fflush(stdout);
+  saved_ = ::dup(STDOUT_FILENO);
+  if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+}
+
+StdoutToStderr::~StdoutToStderr() {
+  if (saved_ < 0) return;
+  std::cout.flush();
+  std::fflush(stdout);
+  ::dup2(saved_, STDOUT_FILENO);
+  ::close(saved_);
+}
 
 SplitArguments split_arguments(int argc, char** argv) {
   SplitArguments split;

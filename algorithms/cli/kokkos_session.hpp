@@ -33,6 +33,19 @@ std::vector<std::string> checked_kokkos_arguments(const std::vector<std::string>
 // set by default would pin concurrent kpl processes onto the same cores.
 void set_environment_defaults();
 
+// Sends whatever is written to stdout (file descriptor 1: printf and
+// std::cout alike) to stderr for one scope (when `active`).
+class StdoutToStderr {
+ public:
+  explicit StdoutToStderr(bool active);
+  ~StdoutToStderr();
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
 // Kokkos::initialize / finalize around one command, with stdout routed to
 // stderr meanwhile (Kokkos 3.4 prints its warnings on stdout).
 class KokkosSession {

@@ -1,6 +1,7 @@
 // The kpl command line: registers the subcommands (one file each,
 // <name>_command.cpp), parses, and runs the one given. Exit statuses:
-// command.hpp.
+// command.hpp. With --json, every outcome also ends in one JSON document on
+// stdout (json_report.hpp), and nothing else is written there.
 #include "command.hpp"
 #include "interrupts.hpp"
 #include "kokkos_session.hpp"
@@ -12,6 +13,10 @@
 #include <kpl/hdf5_io.hpp>
 #include <kpl/resources.hpp>
 
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <new>
 #include <string>
@@ -27,34 +32,63 @@ void report(const ProcessSession& session, const std::string& message) {
   if (session.is_root() || !kpl::impl::last_failure_agreed()) std::cerr << message << "\n";
 }
 
-// Runs `work`, turning kpl's exceptions into a message and an exit status.
+// Runs `work`, turning kpl's exceptions into a message (also left in
+// `message`) and an exit status.
 template <class Work>
-int statused(const ProcessSession& session, Work&& work) {
+int statused(const ProcessSession& session, std::string& message, Work&& work) {
   try {
     return work();
   } catch (const std::invalid_argument& error) {  // usage_error and impossible options
-    report(session, std::string("kpl: ") + error.what());
+    message = std::string("kpl: ") + error.what();
+    report(session, message);
     return exit_usage;
   } catch (const kpl::input_error& error) {
-    report(session, std::string("kpl: bad input: ") + error.what());
+    message = std::string("kpl: bad input: ") + error.what();
+    report(session, message);
     return exit_bad_input;
   } catch (const kpl::resource_error& error) {
-    report(session, std::string("kpl: ") + error.what());
+    message = std::string("kpl: ") + error.what();
+    report(session, message);
     return exit_failure;
   } catch (const std::bad_alloc&) {
-    report(session, "kpl: out of memory");
+    message = "kpl: out of memory";
+    report(session, message);
     return exit_failure;
   } catch (const std::exception& error) {
-    report(session, std::string("kpl: error: ") + error.what());
+    message = std::string("kpl: error: ") + error.what();
+    report(session, message);
     return exit_failure;
   }
 }
 
+// --json: `summary` completed with the exit status and the error line (one
+// that the command set itself stays), on stdout from rank 0 alone.
+void print_json(const ProcessSession& session, JsonObject& summary, int status,
+                const std::string& error) {
+  if (!session.is_root()) return;
+  summary.set("exit_status", status);
+  if (!error.empty()) summary.set("error", error);
+  std::cout << summary.str() << std::endl;
+}
+
 // statused(), and on several processes an error of one rank alone ends
-// every rank (the others may be waiting for it in a collective call).
+// every rank (the others may be waiting for it in a collective call). With
+// --json (`json` not null) what `work` writes on stdout goes to stderr, and
+// the summary follows on stdout, with the seconds `work` took.
 template <class Work>
-int guarded(const ProcessSession& session, Work&& work) {
-  const int status = statused(session, std::forward<Work>(work));
+int guarded(const ProcessSession& session, JsonObject* json, Work&& work) {
+  std::string error;
+  const auto start = std::chrono::steady_clock::now();
+  int status = exit_success;
+  {
+    const StdoutToStderr quiet(json != nullptr);
+    status = statused(session, error, std::forward<Work>(work));
+  }
+  if (json != nullptr) {
+    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+    json->object("seconds").set("total", seconds.count());
+    print_json(session, *json, status, error);
+  }
   if (status != exit_success && !session.group().is_single() &&
       !kpl::impl::last_failure_agreed())
     session.abort(status);
@@ -97,24 +131,67 @@ std::string unknown_subcommand(const CLI::App& app, const std::vector<std::strin
   return {};
 }
 
-// Parses; a usage error or --help/--version ends the run here (returns >= 0).
-int parse(CLI::App& app, const std::vector<std::string>& arguments) {
+// "gam fit": the words of a command's name below the root.
+std::string command_name(const CLI::App& command) {
+  std::string name;
+  for (const CLI::App* app = &command; app->get_parent() != nullptr; app = app->get_parent())
+    name = app->get_name() + (name.empty() ? "" : " ") + name;
+  return name;
+}
+
+// The command the arguments name, as far as they name one: "gam fit" for
+// "gam fit --bogus", "gam" for "gam frob", empty for "frobnicate".
+std::string named_command(const CLI::App& app, const std::vector<std::string>& arguments) {
+  const CLI::App* named = &app;
+  for (const auto& argument : arguments)
+    if (const auto* child = find_child(*named, argument)) named = child;
+  return command_name(*named);
+}
+
+// Whether the arguments ask for --json (or --json=true), before (or without)
+// a parse.
+bool asks_for_json(const std::vector<std::string>& arguments) {
+  return std::any_of(arguments.begin(), arguments.end(), [](const std::string& argument) {
+    if (argument == "--json") return true;
+    if (argument.rfind("--json=", 0) != 0) return false;
+    const std::string value = argument.substr(7);
+    return value != "false" && value != "0" && value != "off" && value != "no";
+  });
+}
+
+// The summary's first members: the command (null when the arguments name
+// none) and, until the run ends, a null exit status.
+void start_summary(JsonObject& summary, const std::string& command) {
+  if (command.empty())
+    summary.set_null("command");
+  else
+    summary.set("command", command);
+  summary.set_null("exit_status");
+}
+
+// Parses; a usage error or --help/--version ends the run here (returns >= 0,
+// with the error line in `error`). Help and the version go to `out`.
+int parse(CLI::App& app, const std::vector<std::string>& arguments, std::ostream& out,
+          std::string& error) {
   try {
     app.parse(std::vector<std::string>(arguments.rbegin(), arguments.rend()));
   } catch (const CLI::CallForHelp& request) {
-    return app.exit(request);
+    return app.exit(request, out);
   } catch (const CLI::CallForAllHelp& request) {
-    return app.exit(request);
+    return app.exit(request, out);
   } catch (const CLI::CallForVersion& request) {
-    return app.exit(request);
-  } catch (const CLI::ParseError& error) {
+    return app.exit(request, out);
+  } catch (const CLI::ParseError& parse_error) {
     const std::string unknown = unknown_subcommand(app, arguments);
-    std::cerr << "kpl: " << (unknown.empty() ? error.what() : unknown) << " (see kpl --help)\n";
+    error = "kpl: " + (unknown.empty() ? std::string(parse_error.what()) : unknown) +
+            " (see kpl --help)";
+    std::cerr << error << "\n";
     return exit_usage;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "kpl: a command is required (info, self-check, nnls, deconv, gam, simulate); "
-                 "see kpl --help\n";
+    error = "kpl: a command is required (info, self-check, nnls, deconv, gam, simulate); "
+            "see kpl --help";
+    std::cerr << error << "\n";
     return exit_usage;
   }
   return -1;
@@ -129,11 +206,6 @@ int main(int argc, char** argv) {
   install_interrupt_handlers();
   set_environment_defaults();
   const auto arguments = split_arguments(argc, argv);
-  if (arguments.kokkos_help)  // Kokkos' own help, on stdout, with or without a command
-    return guarded(session, [&] {
-      KokkosSession kokkos(checked_kokkos_arguments(arguments.kokkos), /*quiet_stdout=*/false);
-      return int(exit_success);
-    });
 
   CLI::App app{"kpl: portable performance kernels and solvers on Kokkos", "kpl"};
   describe_root(app);
@@ -148,22 +220,54 @@ int main(int argc, char** argv) {
   simulate->require_subcommand(1);
   commands.push_back(add_simulate_deconv_command(*simulate));
   commands.push_back(add_simulate_gam_command(*simulate));
+  bool json = false;
+  for (const auto& command : commands)
+    command.app->add_flag("--json", json,
+                          "Also print a summary of the run on stdout as one JSON object (one "
+                          "line: the command, its exit status, \"error\" when it failed, and "
+                          "what the summary on stderr says); nothing else goes to stdout");
 
+  JsonObject summary;
+  // --json among the arguments: the outcome of a run that ends before they
+  // are parsed (or cannot be) is printed as JSON too.
+  const bool json_asked = asks_for_json(arguments.kpl);
+  // Kokkos' own help, on stdout (stderr with --json), with or without a command.
+  if (arguments.kokkos_help) {
+    start_summary(summary, named_command(app, arguments.kpl));
+    return guarded(session, json_asked ? &summary : nullptr, [&] {
+      KokkosSession kokkos(checked_kokkos_arguments(arguments.kokkos), /*quiet_stdout=*/false);
+      return int(exit_success);
+    });
+  }
   {
     // Every rank parses alike; rank 0 alone says what is wrong.
     std::streambuf* const saved = std::cerr.rdbuf();
     if (!session.is_root()) std::cerr.rdbuf(nullptr);
-    const int status = parse(app, arguments.kpl);
+    std::string error;
+    const int status = parse(app, arguments.kpl, json_asked ? std::cerr : std::cout, error);
     std::cerr.rdbuf(saved);
     std::cerr.clear();
-    if (status >= 0) return status;
+    if (status >= 0) {
+      if (json_asked) {
+        start_summary(summary, named_command(app, arguments.kpl));
+        print_json(session, summary, status, error);
+      }
+      return status;
+    }
   }
-  return guarded(session, [&] {
+  const Command* const chosen = [&]() -> const Command* {
+    for (const auto& command : commands)
+      if (command.app->parsed()) return &command;
+    return nullptr;
+  }();
+  start_summary(summary, chosen != nullptr ? command_name(*chosen->app) : std::string());
+  return guarded(session, json ? &summary : nullptr, [&] {
     const auto kokkos_arguments =
         session.for_this_rank(checked_kokkos_arguments(arguments.kokkos));
     KokkosSession kokkos(kokkos_arguments);
-    for (const auto& command : commands)
-      if (command.app->parsed()) return command.run();
+    summary.set("execution_space", Kokkos::DefaultExecutionSpace::name())
+        .set("processes", session.group().size());
+    if (chosen != nullptr) return chosen->run(summary);
     return int(exit_usage);
   });
 }

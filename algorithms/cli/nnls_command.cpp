@@ -18,19 +18,29 @@ struct NnlsArguments {
   SolverArguments solver;
 };
 
-// The exit status on every process; the summary from rank 0 alone.
-int report(const NnlsArguments& arguments, const NnlsFileSummary& summary) {
+// The exit status on every process; the summary (on stderr, and into
+// `json`) from rank 0 alone.
+int report(const NnlsArguments& arguments, const NnlsFileSummary& summary, JsonObject& json) {
   if (!prints_summary())
     return arguments.solver.strict && summary.status_counts[0] != summary.systems
                ? exit_not_converged
                : exit_success;
+  json.set("input", arguments.input)
+      .set("output", arguments.output)
+      .set("precision", arguments.solver.precision)
+      .set("systems", summary.systems)
+      .set("rows", summary.rows)
+      .set("columns", summary.columns)
+      .set("systems_per_second", per_second(summary.systems, summary.seconds));
+  json.object("seconds").set("solve", summary.seconds);
+  report_balance(json, summary.balance, "systems");
   std::cerr << "kpl nnls: " << summary.systems << " systems of " << summary.rows << " x "
             << summary.columns << " solved in " << summary.seconds << " s on "
             << Kokkos::DefaultExecutionSpace::name() << "; wrote " << arguments.output << "\n";
   if (summary.balance.ranks > 1)
     std::cerr << "kpl nnls: " << describe(summary.balance, "systems") << "\n";
   return report_statuses("nnls", summary.systems, "systems", summary.status_counts,
-                         arguments.solver.strict);
+                         arguments.solver.strict, json);
 }
 
 // The options the arguments give (std::invalid_argument for wrong ones).
@@ -42,13 +52,13 @@ NnlsFileOptions nnls_options(const NnlsArguments& arguments) {
   return options;
 }
 
-int run_nnls(const NnlsArguments& arguments) {
+int run_nnls(const NnlsArguments& arguments, JsonObject& json) {
   // Agreed: wrong options end every process alike, with one message.
   const auto options = agreed(processes(), [&] { return nnls_options(arguments); });
   // Rank 0 alone: a partial file of the run is named after its process.
   if (prints_summary()) clean_stale_partials(arguments.output);
   return report(arguments,
-                solve_nnls_file(processes(), arguments.input, arguments.output, options));
+                solve_nnls_file(processes(), arguments.input, arguments.output, options), json);
 }
 
 }  // namespace
@@ -75,7 +85,7 @@ Command add_nnls_command(CLI::App& root) {
                 "every time) or cross-products (A^T A formed once; a shared /A only). automatic: "
                 "cross-products for a shared /A (on CPUs for two or more systems) unless A^T A "
                 "(n x n) would be larger than /A and 2^23 values");
-  return {app, [arguments] { return run_nnls(*arguments); }};
+  return {app, [arguments](JsonObject& json) { return run_nnls(*arguments, json); }};
 }
 
 }  // namespace kpl::cli

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <string>
 
 namespace kpl::cli {
@@ -138,19 +139,41 @@ void clean_stale_partials(const std::string& output) {
 }
 
 int report_statuses(const std::string& command, std::int64_t systems, const char* what,
-                    const std::int64_t (&counts)[nnls_status_count], bool strict) {
+                    const std::int64_t (&counts)[nnls_status_count], bool strict,
+                    JsonObject& summary) {
+  auto& by_status = summary.object("status_counts");
   std::cerr << "kpl " << command << ": " << systems << " " << what << ":";
-  for (int status = 0; status < nnls_status_count; ++status)
-    std::cerr << (status > 0 ? ", " : " ") << counts[status] << " "
-              << to_string(static_cast<NnlsStatus>(status));
+  for (int status = 0; status < nnls_status_count; ++status) {
+    const std::string name = to_string(static_cast<NnlsStatus>(status));
+    std::cerr << (status > 0 ? ", " : " ") << counts[status] << " " << name;
+    by_status.set(name, counts[status]);
+  }
   std::cerr << "\n";
   const bool all_converged = counts[0] == systems;
   if (strict && !all_converged) {
-    std::cerr << "kpl " << command << ": --strict: " << systems - counts[0] << " of " << systems
-              << " " << what << " did not converge\n";
+    const std::string error = "kpl " + command + ": --strict: " +
+                              std::to_string(systems - counts[0]) + " of " +
+                              std::to_string(systems) + " " + what + " did not converge";
+    std::cerr << error << "\n";
+    summary.set("error", error);
     return exit_not_converged;
   }
   return exit_success;
+}
+
+void report_balance(JsonObject& summary, const WorkBalance& balance, const std::string& items) {
+  summary.object("balance")
+      .set("processes", balance.ranks)
+      .set("busy_seconds_max", balance.busy_seconds_max)
+      .set("busy_seconds_mean", balance.busy_seconds_mean)
+      .set("imbalance", balance.imbalance())
+      .set(items + "_min", balance.items_min)
+      .set(items + "_max", balance.items_max);
+}
+
+double per_second(std::int64_t count, double seconds) {
+  return seconds > 0 ? static_cast<double>(count) / seconds
+                     : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace kpl::cli

@@ -2,6 +2,8 @@
 // that both checks what the user typed and turns it into the library's enum.
 #pragma once
 
+#include "json_report.hpp"
+
 #include <kpl/deconvolution.hpp>
 #include <kpl/gam.hpp>
 #include <kpl/nnls.hpp>
@@ -85,8 +87,19 @@ RowWrites row_writes(const SolverArguments& arguments);
 // starts, and said so on stderr.
 void clean_stale_partials(const std::string& output);
 
-// The one-line status summary on stderr, and the exit status it implies.
+// The one-line status summary on stderr, and the exit status it implies;
+// also into `summary`: "status_counts" ({"converged": n, "max_iterations": n,
+// ...}, every status by its name) and, when --strict fails, "error" (the
+// line on stderr).
 int report_statuses(const std::string& command, std::int64_t systems, const char* what,
-                    const std::int64_t (&counts)[nnls_status_count], bool strict);
+                    const std::int64_t (&counts)[nnls_status_count], bool strict,
+                    JsonObject& summary);
+
+// "balance" in `summary`: the processes, their busiest and mean seconds, the
+// imbalance and the fewest and most `items` ("systems") one process solved.
+void report_balance(JsonObject& summary, const WorkBalance& balance, const std::string& items);
+
+// count / seconds; NaN (null in JSON) when no time was measured.
+double per_second(std::int64_t count, double seconds);
 
 }  // namespace kpl::cli

@@ -40,9 +40,14 @@ Command add_simulate_deconv_command(CLI::App& simulate) {
   app->add_option("--output", arguments->output, "HDF5 file to write")
       ->check(non_empty_path)
       ->required();
-  return {app, [arguments] {
+  return {app, [arguments](JsonObject& json) {
             clean_stale_partials(arguments->output);
             simulate_deconvolution_file(arguments->simulation, arguments->output);
+            json.set("output", arguments->output)
+                .set("waveforms", arguments->simulation.waveforms)
+                .set("samples", arguments->simulation.samples)
+                .set("seed", arguments->simulation.seed)
+                .set("noise", arguments->simulation.noise);
             std::cerr << "kpl simulate deconv: wrote " << arguments->simulation.waveforms
                       << " waveforms of " << arguments->simulation.samples << " samples to "
                       << arguments->output << "\n";

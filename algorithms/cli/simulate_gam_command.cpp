@@ -46,13 +46,19 @@ Command add_simulate_gam_command(CLI::App& simulate) {
   app->add_option("--output", arguments->output, "HDF5 file to write")
       ->check(non_empty_path)
       ->required();
-  return {app, [arguments] {
+  return {app, [arguments](JsonObject& json) {
             const auto& simulation = arguments->simulation;
             if (simulation.informative > simulation.covariates)
               throw usage_error("--informative " + std::to_string(simulation.informative) +
                                 " exceeds --p " + std::to_string(simulation.covariates));
             clean_stale_partials(arguments->output);
             simulate_gam_file(simulation, arguments->output);
+            json.set("output", arguments->output)
+                .set("observations", simulation.observations)
+                .set("covariates", simulation.covariates)
+                .set("informative", simulation.informative)
+                .set("seed", simulation.seed)
+                .set("noise_variance", simulation.noise_variance);
             std::cerr << "kpl simulate gam: wrote " << simulation.observations << " x "
                       << simulation.covariates << " covariates to " << arguments->output << "\n";
             return int(exit_success);
