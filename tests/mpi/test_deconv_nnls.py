@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import INPUTS, no_partials, run_kpl, run_mpmd, same_file
+from conftest import INPUTS, REPO, no_partials, run_kpl, run_mpmd, same_file
 
 RANKS = [1, 2, 3]
 # The only attributes that may differ between rank counts: several chunks per
@@ -138,6 +138,41 @@ def test_deconv_summary_once_with_ranks_and_imbalance(tmp_path, ranks):
     assert 0 <= int(fewest) <= int(most) <= 100
     assert err.count("kpl deconv: 100 waveforms: 100 converged") == 1, err
     assert err.count("wrote ") == 1, err
+
+
+@pytest.fixture(scope="module")
+def lvis_input(tmp_path_factory):
+    """An LVIS 1.04 file (scripts/make_lvis.py): returns, copied shot identity
+    and geolocation, gathered over the ranks in shot order."""
+    import subprocess
+    import sys
+    path = tmp_path_factory.mktemp("lvis") / "in.h5"
+    subprocess.run([sys.executable, str(REPO / "scripts" / "make_lvis.py"), "--layout", "1.04",
+                    "--shots", "37", "--seed", "4", "--output", str(path)], check=True)
+    return path
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+def test_deconv_lvis_returns_and_copies(tmp_path, ranks, lvis_input):
+    # One process compresses by default and several cannot: compare equal storage.
+    compare_with_one_process(tmp_path, "deconv", lvis_input, "--memory-budget", "3MB",
+                             "--compression", "none", ranks=ranks)
+    with h5py.File(tmp_path / f"ranks{ranks}.h5", "r") as f:
+        assert f["returns/offsets"][-1] == len(f["returns/sample"]) > 37
+        assert f["SHOTNUMBER"].dtype == np.uint32
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--resume"], r"--resume: not on several processes"),
+    (["--compression", "deflate"], r"--compression deflate: not on several processes"),
+])
+def test_deconv_one_process_options_refused_under_mpi(tmp_path, options, message):
+    status, out, err = run_kpl(2, "deconv", "--input", INPUTS / "deconv_lvis_small.h5",
+                               "--output", tmp_path / "out.h5", *options)
+    assert status == 1, err
+    assert len(re.findall(message, err)) == 1, err
+    assert not (tmp_path / "out.h5").exists()
+    no_partials(tmp_path)
 
 
 def test_deconv_alone_prints_no_balance(tmp_path):
