@@ -322,6 +322,19 @@ void describe_returns(hdf5::OutputFile& output, bool elevations) {
                            "last elevation sample, at the return's sample (metres)");
 }
 
+// The pulse every shot shares, on the device as [1, L], and its shape.
+template <class T>
+DeviceMatrix<T> shared_pulse(const hdf5::InputFile& input, const WaveformFileLayout& layout,
+                             const DeconvolutionFileOptions& options, PulseShape& shape) {
+  const auto pulse = read_shared_pulse<T>(input, layout);
+  DeviceMatrix<T> device("kpl::deconv::pulse", 1, layout.pulse_length);
+  Kokkos::deep_copy(Kokkos::subview(device, 0, Kokkos::ALL),
+                    Kokkos::View<const T*, Kokkos::HostSpace>(pulse));
+  shape = pulse_shape(pulse.data(), layout.pulse_length,
+                      origin_sample(options.deconvolution.origin, layout.pulse_length));
+  return device;
+}
+
 // One process: the attributes only a resume needs removed.
 void finish_returns(hdf5::OutputFile& output) {
   for (const char* name :
@@ -487,18 +500,8 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
   const std::int64_t chunk = plan_chunks<T>(group, input, layout, output_path, options, storage);
   DeviceMatrix<T> shared;
   PulseShape shared_shape;
-  if (!layout.pulse_per_shot) {
-    agreed(group, [&] {
-      const auto pulse = read_shared_pulse<T>(input, layout);
-      shared = DeviceMatrix<T>("kpl::deconv::pulse", 1, layout.pulse_length);
-      const auto row = Kokkos::subview(shared, 0, Kokkos::ALL);
-      Kokkos::deep_copy(row, Kokkos::View<const T*, Kokkos::HostSpace>(pulse));
-      shared_shape = pulse_shape(pulse.data(), layout.pulse_length,
-                                 options.deconvolution.origin == PulseOrigin::center
-                                     ? layout.pulse_length / 2
-                                     : 0);
-    });
-  }
+  if (!layout.pulse_per_shot)
+    agreed(group, [&] { shared = shared_pulse<T>(input, layout, options, shared_shape); });
   const std::string signature = run_signature<T>(input, layout, options, chunk, storage);
   const ResumePoint resume = group.is_single() && options.resume
                                  ? find_resume_point(output_path, signature, options)

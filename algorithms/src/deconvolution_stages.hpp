@@ -39,6 +39,12 @@ using StagingVector = Kokkos::View<T*, StagingSpace>;
 template <class T>
 using DeviceMatrix = Kokkos::View<T**, Kokkos::LayoutRight, Space::memory_space>;
 
+// The pulse's sample c that a return's x_j puts at sample j (A[i, j] =
+// s[i - j + c]: impl/deconvolution_toeplitz.hpp).
+inline std::int64_t origin_sample(PulseOrigin origin, std::int64_t pulse_length) {
+  return origin == PulseOrigin::center ? pulse_length / 2 : 0;
+}
+
 // The output's storage: chunks of rows of the [W, m] datasets, of the [W]
 // ones (a multiple, up to a mebibyte), the deflate level.
 struct OutputStorage {
@@ -118,7 +124,7 @@ struct ChunkContext {
   std::map<std::int64_t, WaveformReturns> returns;  // several processes: by first shot
 
   std::int64_t origin() const {
-    return options.deconvolution.origin == PulseOrigin::center ? layout.pulse_length / 2 : 0;
+    return origin_sample(options.deconvolution.origin, layout.pulse_length);
   }
 };
 
