@@ -347,3 +347,55 @@ def test_unknown_layout_asks_for_names(tmp_path):
     res = run_kpl("deconv", "--input", "in.h5", "--output", "out.h5", cwd=tmp_path)
     check(res, 2, r"'in\.h5': neither kpl's layout \(datasets /waveforms and /pulse\) nor LVIS "
                   r"Level-1B \(/RXWAVE, /TXWAVE, /SIGMEAN\); name its datasets with --dataset")
+
+
+def test_progress_line_on_a_terminal_only(small, tmp_path):
+    """On a terminal stderr shows shots done, shots/s and the time left,
+    rewritten in place and cleared before the summary; piped, it does not."""
+    import pty
+    controller, terminal = pty.openpty()
+    argv = [os.environ.get("KPL_BINARY", "build/algorithms/kpl"), "deconv", "--input",
+            str(small["input"]), "--output", str(tmp_path / "tty.h5"), "--memory-budget", "2mb"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=terminal) as p:
+        os.close(terminal)
+        chunks = []
+        while True:
+            try:
+                data = os.read(controller, 4096)
+            except OSError:  # the terminal closed with the process
+                break
+            if not data:
+                break
+            chunks.append(data)
+        p.wait(timeout=120)
+    os.close(controller)
+    err = b"".join(chunks).decode(errors="replace")
+    assert p.returncode == 0, err
+    lines = re.findall(r"\rkpl deconv: (\d+) of 60 shots \(([\d.]+)%\), (\d+) shots/s, (\d+) s left",
+                       err)
+    assert len(lines) >= 2, err
+    assert int(lines[-1][0]) == 60 and float(lines[-1][1]) == 100.0
+    assert [int(done) for done, *_ in lines] == sorted(int(done) for done, *_ in lines)
+    assert "\r\x1b[K" in err and "60 converged" in err
+    piped = run_kpl("deconv", "--input", small["input"], "--output", tmp_path / "piped.h5",
+                    "--memory-budget", "2mb")
+    assert "shots/s" not in piped[2]
+
+
+def test_damaged_chunk_mid_run_fails_cleanly(small, tmp_path):
+    """A compressed RXWAVE chunk near the end that no longer inflates (integer
+    waveforms are not read ahead: they cannot hold NaN) stops the overlapped
+    run where the reader meets it: exit 2 naming the file and dataset, no
+    output, and no partial file (an error is not an interruption)."""
+    source = make_lvis(tmp_path / "in.h5", "1.04", "--compression", "gzip", "--chunk-shots", "4",
+                       shots=60)
+    with h5py.File(source, "r") as f:
+        info = f["RXWAVE"].id.get_chunk_info(12)  # shots 48-51
+    with open(source, "r+b") as raw:
+        raw.seek(info.byte_offset + 8)
+        raw.write(b"\xff" * 64)
+    res = run_kpl("deconv", "--input", "in.h5", "--output", "out.h5", "--memory-budget", "1mb",
+                  cwd=tmp_path)
+    check(res, 2, r"^kpl: bad input: 'in\.h5': dataset /RXWAVE .*could not be read")
+    assert not (tmp_path / "out.h5").exists()
+    assert not list(tmp_path.glob("out.h5.partial-*"))
