@@ -208,17 +208,21 @@ std::string run_signature(const hdf5::InputFile& input, const WaveformFileLayout
 // Chunks of returns: at most a mebibyte of doubles.
 constexpr std::size_t returns_chunk_rows = std::size_t(1) << 17;
 
+// The returns' datasets' chunks: for the returns a run expects, from 1024 up
+// to a mebibyte of doubles.
+hdf5::Storage returns_storage(const WaveformFileLayout& layout, const OutputStorage& storage) {
+  const std::size_t expected = std::size_t(layout.shots * expected_returns_per_shot);
+  const std::size_t rows = std::size_t(power_of_two_at_most(
+      std::int64_t(std::clamp<std::size_t>(expected, 1024, returns_chunk_rows))));
+  return {rows, storage.vectors.deflate_level, true};
+}
+
 // One process appends each chunk's returns (append_returns).
 void create_returns(hdf5::OutputFile& output, const WaveformFileLayout& layout,
                     const OutputStorage& storage) {
   output.create_dataset<std::int64_t>("/returns/offsets", {std::size_t(layout.shots) + 1},
                                       offsets_storage(layout, storage));
-  // Chunks for the returns a run expects, up to a mebibyte.
-  const std::size_t expected = std::size_t(layout.shots * expected_returns_per_shot);
-  const hdf5::Storage appended{
-      std::size_t(power_of_two_at_most(std::int64_t(std::clamp<std::size_t>(
-          expected, 1024, returns_chunk_rows)))),
-      0, true};  // uncompressed: see append_returns
+  const hdf5::Storage appended = returns_storage(layout, storage);
   output.create_dataset<double>("/returns/sample", {0}, appended);
   if (layout.has_elevations()) output.create_dataset<double>("/returns/elevation", {0}, appended);
   output.create_dataset<double>("/returns/energy", {0}, appended);
@@ -338,11 +342,44 @@ DeviceMatrix<T> shared_pulse(const hdf5::InputFile& input, const WaveformFileLay
 // One process: the attributes only a resume needs removed.
 void finish_returns(hdf5::OutputFile& output) {
   for (const char* name :
-       {"resume_signature", chunks_written_attribute, returns_written_attribute})
+       {"resume_signature", chunks_written_attribute, returns_written_attribute,
+        returns_stored_attribute})
     output.remove_attribute("/", name);
 }
 
 // ---------------------------------------------------------------- resume
+
+// The returns of shots [.., shots) past the first returns_stored, found
+// again: from the shot whose returns the stored ones stop in.
+template <class T>
+void recover_pending_returns(ChunkContext<T>& context, const hdf5::InputFile& written,
+                             std::int64_t shots) {
+  const auto offsets = written.read_rows<std::int64_t, 1>("/returns/offsets", 0, shots);
+  std::int64_t shot = 0;
+  while (shot + 1 < shots && offsets(shot + 1) <= context.returns_stored) ++shot;
+  ChunkBuffers<T> buffers(context.chunk, context.layout);
+  auto& pending = context.pending;
+  for (std::int64_t first = shot; first < shots; first += context.chunk) {
+    read_shots(context, buffers, first, std::min(context.chunk, shots - first));
+    written.read_rows_into("/x", first, buffers.rows(buffers.x));
+    written.read_rows_into("/rnorm", first, buffers.rows(buffers.rnorm));
+    const WaveformReturns found = chunk_returns(context, buffers);
+    pending.sample.insert(pending.sample.end(), found.sample.begin(), found.sample.end());
+    if (context.layout.has_elevations())
+      pending.elevation.insert(pending.elevation.end(), found.elevation.begin(),
+                               found.elevation.end());
+    pending.energy.insert(pending.energy.end(), found.energy.begin(), found.energy.end());
+  }
+  // Less the first shot's returns that were stored; what is left must be as
+  // many as were found then.
+  const std::ptrdiff_t stored = std::ptrdiff_t(context.returns_stored - offsets(shot));
+  for (auto* values : {&pending.sample, &pending.elevation, &pending.energy})
+    if (!values->empty()) values->erase(values->begin(), values->begin() + stored);
+  if (std::int64_t(pending.sample.size()) != context.returns_written - context.returns_stored)
+    throw input_error("'" + written.path() + "': its returns (" +
+                      std::to_string(context.returns_written) +
+                      ") are not those of its solutions; run without --resume to start again");
+}
 
 struct ResumePoint {
   std::string partial;      // empty: nothing to resume
@@ -389,8 +426,10 @@ ResumePoint find_resume_point(const std::string& output_path, const std::string&
   return best;
 }
 
-// The statuses of the chunks an interrupted run wrote, and how many returns
-// it appended for them, read back from its partial file.
+// The statuses of the chunks an interrupted run wrote, and its returns: the
+// count, those in the returns' datasets, and the others (pending) found
+// again, as write_chunk found them, from the partial file's x and rnorm and
+// the input's pulses and elevations.
 template <class T>
 void recover_chunks(ChunkContext<T>& context, const std::string& partial, std::int64_t chunks) {
   const hdf5::InputFile written(partial);
@@ -408,10 +447,13 @@ void recover_chunks(ChunkContext<T>& context, const std::string& partial, std::i
     context.tally.items += count;
   }
   context.returns_written = written.read_integer_attribute("/", returns_written_attribute);
+  context.returns_stored = written.read_integer_attribute("/", returns_stored_attribute);
+  if (context.returns_written > context.returns_stored)
+    recover_pending_returns(context, written, shots);
 }
 
 // The returns' datasets cut back to what the last complete chunk had
-// appended (a later chunk may have added rows before the interruption).
+// stored (a later chunk may have added rows before the interruption).
 void cut_returns(hdf5::OutputFile& output, bool elevations, std::int64_t returns) {
   for (const char* name : {"/returns/sample", "/returns/elevation", "/returns/energy"})
     if (elevations || std::string(name) != "/returns/elevation")
@@ -514,12 +556,13 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
   context.compression_threads =
       std::max(1, int(std::thread::hardware_concurrency()) - 2);  // the reader, the solver
   context.in_order = group.is_single();
+  context.returns_storage = returns_storage(layout, storage);
   if (!resume.partial.empty()) recover_chunks(context, resume.partial, resume.chunks);
   const auto output =
       agreed(group, [&] { return open_output(group, output_path, options, resume); });
   context.output = output.get();
   if (!resume.partial.empty()) {
-    cut_returns(*output, layout.has_elevations(), context.returns_written);
+    cut_returns(*output, layout.has_elevations(), context.returns_stored);
   } else {
     agreed(group, [&] {
       create_outputs<T>(*output, input, layout, storage);
@@ -528,6 +571,7 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
       output->write_attribute("/", "resume_signature", signature);
       output->write_attribute("/", chunks_written_attribute, std::int64_t(0));
       output->write_attribute("/", returns_written_attribute, std::int64_t(0));
+      output->write_attribute("/", returns_stored_attribute, std::int64_t(0));
       output->flush();  // a crash from here on leaves a file a resume can read
     });
   }
@@ -539,6 +583,7 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
   std::int64_t returns = context.returns_written;
   agreed(group, [&] {
     if (context.in_order) {
+      store_pending_returns(context, /*all=*/true);  // a resume after the last chunk
       finish_returns(*output);
     } else {
       const auto gathered = gather_returns(group, context);

@@ -114,7 +114,10 @@ struct ChunkContext {
   // to the output as it is written, and what is on disk recorded for a
   // resume. Several: the returns are gathered at the end (gather_returns).
   bool in_order = false;
-  std::int64_t returns_written = 0;
+  std::int64_t returns_written = 0;  // of the chunks written
+  std::int64_t returns_stored = 0;   // of them, in the returns' datasets (whole chunks)
+  hdf5::Storage returns_storage;     // the returns' datasets' chunks
+  WaveformReturns pending;           // the others, fewer than a chunk of them
   int compression_threads = 1;
   hdf5::OutputFile* output = nullptr;
   std::mutex hdf5_lock;  // every HDF5 call: the library may not be thread-safe
@@ -128,11 +131,13 @@ struct ChunkContext {
   }
 };
 
+// Shots [first, first + count) (count at most the buffers' capacity).
 template <class T>
-void read_chunk(ChunkContext<T>& context, ChunkBuffers<T>& buffers, std::int64_t chunk_index) {
+void read_shots(ChunkContext<T>& context, ChunkBuffers<T>& buffers, std::int64_t first,
+                std::int64_t count) {
   Kokkos::Timer timer;
-  buffers.first = chunk_index * context.chunk;
-  buffers.count = std::min(context.chunk, context.layout.shots - buffers.first);
+  buffers.first = first;
+  buffers.count = count;
   {
     const std::lock_guard<std::mutex> lock(context.hdf5_lock);
     read_waveform_rows<T>(context.input, context.layout, buffers.first, buffers.count,
@@ -140,6 +145,12 @@ void read_chunk(ChunkContext<T>& context, ChunkBuffers<T>& buffers, std::int64_t
                           buffers.spans, /*checked=*/!context.recheck);
   }
   context.phases.read += timer.seconds();
+}
+
+template <class T>
+void read_chunk(ChunkContext<T>& context, ChunkBuffers<T>& buffers, std::int64_t chunk_index) {
+  const std::int64_t first = chunk_index * context.chunk;
+  read_shots(context, buffers, first, std::min(context.chunk, context.layout.shots - first));
 }
 
 // To the device, kpl::deconvolve, and the results back to the buffers. Each
@@ -230,9 +241,11 @@ void write_plain(ChunkContext<T>& context, const ChunkBuffers<T>& buffers) {
 }
 
 // Attributes of "/" while one process writes: the chunks on disk (all
-// before it complete) and the returns appended for them.
+// before it complete), the returns found in them, and how many of those are
+// in the returns' datasets (the rest a resume finds again from /x).
 constexpr const char* chunks_written_attribute = "chunks_written";
 constexpr const char* returns_written_attribute = "returns_written";
+constexpr const char* returns_stored_attribute = "returns_stored";
 
 // /returns/offsets [W + 1], in the [W] datasets' chunks.
 inline hdf5::Storage offsets_storage(const WaveformFileLayout& layout,
@@ -242,17 +255,55 @@ inline hdf5::Storage offsets_storage(const WaveformFileLayout& layout,
 }
 
 template <class Value>
-auto host_vector(const std::vector<Value>& values) {
+auto host_vector(const std::vector<Value>& values, std::size_t count) {
   return Kokkos::View<const Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-      values.data(), values.size());
+      values.data(), count);
+}
+template <class Value>
+auto host_vector(const std::vector<Value>& values) {
+  return host_vector(values, values.size());
+}
+
+// Rows compressed here and stored by direct chunk writes, or (level 0,
+// plain chunks) written through HDF5.
+template <class T, class View>
+void store_rows(ChunkContext<T>& context, const std::string& dataset, std::size_t first,
+                const View& rows, const hdf5::Storage& storage) {
+  if (storage.deflate_level > 0)
+    context.output->write_compressed_rows(
+        dataset, hdf5::compress_rows(rows, first, storage, context.compression_threads));
+  else
+    context.output->write_rows(dataset, first, rows);
+}
+
+// The pending returns that fill whole chunks of the returns' datasets (all
+// of them at the end) stored, at the datasets' end, and dropped.
+template <class T>
+void store_pending_returns(ChunkContext<T>& context, bool all) {
+  const std::size_t chunk_rows = context.returns_storage.chunk_rows;
+  const std::size_t pending = context.pending.sample.size();
+  const std::size_t count = all ? pending : pending - pending % chunk_rows;
+  if (count == 0) return;
+  const std::size_t first = std::size_t(context.returns_stored);
+  const bool elevations = context.layout.has_elevations();
+  auto& returns = context.pending;
+  for (auto [name, values] :
+       {std::pair{"/returns/sample", &returns.sample},
+        std::pair{"/returns/elevation", elevations ? &returns.elevation : nullptr},
+        std::pair{"/returns/energy", &returns.energy}}) {
+    if (values == nullptr) continue;
+    context.output->resize_rows(name, first + count);
+    store_rows(context, name, first, host_vector(*values, count), context.returns_storage);
+    values->erase(values->begin(), values->begin() + std::ptrdiff_t(count));
+  }
+  context.returns_stored += std::int64_t(count);
 }
 
 // One process, in order: a chunk's rows of /returns/offsets (where each of
 // its shots' returns start, and after the last shot the returns in all) and
-// its returns at the end of the others. Nothing on disk is written twice,
-// so that a crash cannot spoil what an earlier flush() left: offsets are
-// written whole chunk by whole chunk, the returns' own datasets are not
-// compressed (an uncompressed chunk grows in place).
+// its returns after the others'. Nothing on disk is written twice, so that a
+// crash cannot spoil what an earlier flush() left: offsets go whole chunk by
+// whole chunk, the returns themselves once they fill a chunk of theirs.
 template <class T>
 void append_returns(ChunkContext<T>& context, std::int64_t first,
                     const WaveformReturns& returns) {
@@ -263,19 +314,16 @@ void append_returns(ChunkContext<T>& context, std::int64_t first,
     offsets[s] = next;
     if (s < returns.counts.size()) next += returns.counts[s];
   }
-  auto& output = *context.output;
-  const hdf5::Storage storage = offsets_storage(context.layout, context.storage);
-  if (storage.deflate_level > 0)
-    output.write_compressed_rows(
-        "/returns/offsets", hdf5::compress_rows(host_vector(offsets), std::size_t(first), storage,
-                                                context.compression_threads));
-  else
-    output.write_rows("/returns/offsets", std::size_t(first), host_vector(offsets));
-  output.append_rows("/returns/sample", host_vector(returns.sample));
+  store_rows(context, "/returns/offsets", std::size_t(first), host_vector(offsets),
+             offsets_storage(context.layout, context.storage));
+  auto& pending = context.pending;
+  pending.sample.insert(pending.sample.end(), returns.sample.begin(), returns.sample.end());
   if (context.layout.has_elevations())
-    output.append_rows("/returns/elevation", host_vector(returns.elevation));
-  output.append_rows("/returns/energy", host_vector(returns.energy));
+    pending.elevation.insert(pending.elevation.end(), returns.elevation.begin(),
+                             returns.elevation.end());
+  pending.energy.insert(pending.energy.end(), returns.energy.begin(), returns.energy.end());
   context.returns_written = next;
+  store_pending_returns(context, last);
 }
 
 template <class T>
@@ -296,6 +344,7 @@ void write_chunk(ChunkContext<T>& context, ChunkBuffers<T>& buffers) {
     context.output->write_attribute("/", chunks_written_attribute,
                                     std::int64_t(buffers.first / context.chunk + 1));
     context.output->write_attribute("/", returns_written_attribute, context.returns_written);
+    context.output->write_attribute("/", returns_stored_attribute, context.returns_stored);
     context.output->flush();
   } else {
     context.returns[buffers.first] = std::move(returns);

@@ -148,7 +148,7 @@ def test_shot_identity_is_copied_with_its_types(release):
 def test_outputs_are_chunked_along_shots_and_compressed(release):
     with h5py.File(release["output"], "r") as o:
         for name in ("x", "fit", "rnorm", "iterations", "status", "kkt_residual",
-                     "returns/offsets"):
+                     "returns/offsets", "returns/sample", "returns/elevation", "returns/energy"):
             d = o[name]
             assert d.chunks is not None and d.chunks[1:] == d.shape[1:], name
             assert d.compression == "gzip" and d.shuffle, name

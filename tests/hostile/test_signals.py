@@ -185,3 +185,36 @@ def test_signal_during_gam_fit(tmp_path, sig):
     assert p.returncode == 128 + sig, f"exit {p.returncode}; stderr {stderr.decode()!r}"
     assert stdout == b""
     _assert_clean(out)
+
+
+def test_resume_finds_the_returns_not_yet_stored(tmp_path, big_deconv, uninterrupted):
+    """Returns are stored a whole compressed chunk at a time; those of the
+    chunks written since are found again from the partial file's x by the
+    resumed run. Killed once a chunk of returns is stored and more are
+    pending, the resumed output is still the uninterrupted one."""
+    out = tmp_path / "out.h5"
+    p = subprocess.Popen([KPL, "deconv", "--input", str(big_deconv), "--output", str(out),
+                          "--memory-budget", "2mb"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stored = written = 0
+    deadline = time.monotonic() + 120
+    while p.poll() is None and time.monotonic() < deadline:
+        for partial in glob.glob(str(out) + ".partial-*"):
+            try:  # the file kpl is writing: as its last flush left it
+                with h5py.File(partial, "r", locking=False) as f:
+                    stored = int(f.attrs["returns_stored"])
+                    written = int(f.attrs["returns_written"])
+            except (OSError, KeyError):
+                continue
+        if 0 < stored < written:
+            break
+        time.sleep(0.05)
+    assert p.poll() is None and 0 < stored < written, \
+        "no moment with returns both stored and pending (test not meaningful)"
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=30)
+    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "2mb",
+                  "--resume")
+    check(res, 0, r"resumed an interrupted run")
+    resumed = _datasets(out)
+    for name, values in uninterrupted.items():
+        assert resumed[name].tobytes() == values.tobytes(), f"/{name} differs after --resume"
