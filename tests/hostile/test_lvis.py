@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO, check, run_kpl
 
 MAKE_LVIS = REPO / "scripts" / "make_lvis.py"
-SHOTS = 120
+SHOTS = 60
 # release, RXWAVE samples, the Z<last> it carries
 RELEASES = [("1.04", 528), ("1.05", 432), ("1.05", 352), ("2.0", 1024), ("2.0", 1216)]
 

@@ -72,7 +72,8 @@ def test_signal_exit_status_and_kept_partial(tmp_path, big_deconv, sig):
     assert partial_seen, "no partial file was being written when the signal came (test not meaningful)"
     kept = _assert_kept(out, err)
     # A run without --resume starts again and removes it.
-    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "64mb")
+    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "64mb",
+                  "--max-iterations", "1")  # quick: the files are what is tested
     check(res, 0, r"removed '.*" + re.escape(os.path.basename(kept)) + r"', left by an interrupted run")
     assert os.path.exists(out) and not glob.glob(str(out) + ".partial-*")
 
@@ -96,11 +97,49 @@ def _datasets(path):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(big_deconv, tmp_path_factory):
-    out = tmp_path_factory.mktemp("whole") / "whole.h5"
-    check(run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "2mb"), 0,
-          r"8000 converged")
-    return _datasets(out)
+def resumable(tmp_path_factory):
+    """2000 waveforms in chunks of 7: a run long enough to interrupt when its
+    partial file says so, short enough under the sanitizers; with the output
+    of a run that was never interrupted."""
+    d = tmp_path_factory.mktemp("resumable")
+    check(run_kpl("simulate", "deconv", "--waveforms", 2000, "--samples", 432, "--seed", 5,
+                  "--output", d / "in.h5"), 0, r"wrote 2000 waveforms")
+    check(run_kpl("deconv", "--input", d / "in.h5", "--output", d / "whole.h5",
+                  "--memory-budget", "2mb", timeout=300), 0, r"2000 converged")
+    return d / "in.h5", _datasets(d / "whole.h5")
+
+
+def _interrupt_when(out, source, sig, ready):
+    """Runs kpl deconv and sends `sig` once its partial file (as its last
+    flush left it) has attributes for which ready(attrs) holds."""
+    p = subprocess.Popen([KPL, "deconv", "--input", str(source), "--output", str(out),
+                          "--memory-budget", "2mb"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    seen = False
+    while not seen and p.poll() is None and time.monotonic() < deadline:
+        for partial in glob.glob(str(out) + ".partial-*"):
+            try:  # the file kpl is writing, read without HDF5's lock
+                with h5py.File(partial, "r", locking=False) as f:
+                    seen = ready(dict(f.attrs))
+            except (OSError, KeyError):
+                pass
+        time.sleep(0.02)
+    assert seen and p.poll() is None, "the moment to interrupt never came (test not meaningful)"
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode in (128 + sig, -sig), f"status {p.returncode}, stderr {err!r}"
+    assert len(glob.glob(str(out) + ".partial-*")) == 1
+
+
+def _resume_and_compare(out, source, whole):
+    res = run_kpl("deconv", "--input", source, "--output", out, "--memory-budget", "2mb",
+                  "--resume", timeout=300)
+    check(res, 0, r"resumed an interrupted run: [1-9]\d* waveforms were already written")
+    assert not glob.glob(str(out) + ".partial-*")
+    resumed = _datasets(out)
+    assert sorted(resumed) == sorted(whole)
+    for name, values in whole.items():
+        assert resumed[name].tobytes() == values.tobytes(), f"/{name} differs after --resume"
 
 
 # --resume after a signal (a clean stop) and after SIGKILL (as a crash: no
@@ -108,40 +147,47 @@ def uninterrupted(big_deconv, tmp_path_factory):
 # bit for bit, as a run that was never interrupted, and the resumed run says
 # how many waveforms it took over.
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
-def test_resume_gives_the_uninterrupted_output(tmp_path, big_deconv, uninterrupted, sig):
-    rc, _, err, out, _ = _interrupt(tmp_path, big_deconv, sig, after=1.0)
-    assert rc in (128 + sig, -sig), f"status {rc}, stderr {err!r}"
-    assert len(glob.glob(str(out) + ".partial-*")) == 1
-    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "2mb",
-                  "--resume")
-    check(res, 0, r"resumed an interrupted run: [1-9]\d* waveforms were already written")
-    assert not glob.glob(str(out) + ".partial-*")
-    resumed = _datasets(out)
-    assert sorted(resumed) == sorted(uninterrupted)
-    for name, values in uninterrupted.items():
-        assert resumed[name].tobytes() == values.tobytes(), f"/{name} differs after --resume"
+def test_resume_gives_the_uninterrupted_output(tmp_path, resumable, sig):
+    source, whole = resumable
+    out = tmp_path / "out.h5"
+    _interrupt_when(out, source, sig, lambda attrs: attrs["chunks_written"] >= 40)
+    _resume_and_compare(out, source, whole)
 
 
-def test_resume_of_other_options_starts_again(tmp_path, big_deconv, uninterrupted):
+def test_resume_finds_the_returns_not_yet_stored(tmp_path, resumable):
+    """Returns are stored a whole compressed chunk at a time; those of the
+    chunks written since are found again from the partial file's x by the
+    resumed run. Killed once a chunk of returns is stored and more are
+    pending, the resumed output is still the uninterrupted one."""
+    source, whole = resumable
+    out = tmp_path / "out.h5"
+    _interrupt_when(out, source, signal.SIGKILL,
+                    lambda a: 0 < a["returns_stored"] < a["returns_written"])
+    _resume_and_compare(out, source, whole)
+
+
+def test_resume_of_other_options_starts_again(tmp_path, resumable):
     """A partial file made with other options is not resumed: the run starts
     again (and says so) rather than mixing two runs in one output."""
-    rc, _, err, out, _ = _interrupt(tmp_path, big_deconv, signal.SIGTERM, after=0.5)
-    kept = _assert_kept(out, err)
-    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "2mb",
-                  "--resume", "--return-threshold", "2.5")
+    source, whole = resumable
+    out = tmp_path / "out.h5"
+    _interrupt_when(out, source, signal.SIGTERM, lambda attrs: attrs["chunks_written"] >= 10)
+    kept = glob.glob(str(out) + ".partial-*")[0]
+    res = run_kpl("deconv", "--input", source, "--output", out, "--memory-budget", "2mb",
+                  "--resume", "--return-threshold", "2.5", timeout=300)
     check(res, 0, r"--resume: '[^']*" + re.escape(os.path.basename(kept)) +
           r"' was made by another input or other options; removed it\n"
           r".*--resume: no interrupted run of '[^']*out\.h5' to go on from; starting again")
     assert "resumed an interrupted run" not in res[2]
     assert not glob.glob(str(out) + ".partial-*")
     for name in ("x", "fit", "status"):
-        assert _datasets(out)[name].tobytes() == uninterrupted[name].tobytes()
+        assert _datasets(out)[name].tobytes() == whole[name].tobytes()
 
 
 def test_resume_without_an_interrupted_run_starts_fresh(tmp_path, big_deconv):
     out = tmp_path / "fresh.h5"
     res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "64mb",
-                  "--resume")
+                  "--resume", "--max-iterations", "1")
     check(res, 0, r"--resume: no interrupted run of '[^']*fresh\.h5' to go on from; starting again")
     assert os.path.exists(out)
 
@@ -186,35 +232,3 @@ def test_signal_during_gam_fit(tmp_path, sig):
     assert stdout == b""
     _assert_clean(out)
 
-
-def test_resume_finds_the_returns_not_yet_stored(tmp_path, big_deconv, uninterrupted):
-    """Returns are stored a whole compressed chunk at a time; those of the
-    chunks written since are found again from the partial file's x by the
-    resumed run. Killed once a chunk of returns is stored and more are
-    pending, the resumed output is still the uninterrupted one."""
-    out = tmp_path / "out.h5"
-    p = subprocess.Popen([KPL, "deconv", "--input", str(big_deconv), "--output", str(out),
-                          "--memory-budget", "2mb"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    stored = written = 0
-    deadline = time.monotonic() + 120
-    while p.poll() is None and time.monotonic() < deadline:
-        for partial in glob.glob(str(out) + ".partial-*"):
-            try:  # the file kpl is writing: as its last flush left it
-                with h5py.File(partial, "r", locking=False) as f:
-                    stored = int(f.attrs["returns_stored"])
-                    written = int(f.attrs["returns_written"])
-            except (OSError, KeyError):
-                continue
-        if 0 < stored < written:
-            break
-        time.sleep(0.05)
-    assert p.poll() is None and 0 < stored < written, \
-        "no moment with returns both stored and pending (test not meaningful)"
-    p.send_signal(signal.SIGKILL)
-    p.communicate(timeout=30)
-    res = run_kpl("deconv", "--input", big_deconv, "--output", out, "--memory-budget", "2mb",
-                  "--resume")
-    check(res, 0, r"resumed an interrupted run")
-    resumed = _datasets(out)
-    for name, values in uninterrupted.items():
-        assert resumed[name].tobytes() == values.tobytes(), f"/{name} differs after --resume"
