@@ -32,7 +32,7 @@ kpl_as_root() {
   fi
 }
 
-KPL_DEBIAN_PACKAGES=(g++ cmake ninja-build pkg-config libhdf5-dev zlib1g-dev libgtest-dev libgmock-dev
+KPL_DEBIAN_PACKAGES=(g++ cmake ninja-build pkg-config libhdf5-dev zlib1g-dev libdeflate-dev libgtest-dev libgmock-dev
                      libbenchmark-dev libcli11-dev libopenblas-dev python3 python3-matplotlib
                      python3-h5py python3-numpy python3-pytest python3-dev pybind11-dev
                      libopenmpi-dev openmpi-bin libhdf5-openmpi-dev)

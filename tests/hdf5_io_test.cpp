@@ -691,8 +691,8 @@ TEST(Hdf5Storage, AppendsResizesAndCopiesKeepingTypes) {
     const InputFile input(source);
     EXPECT_TRUE(input.holds_integers("/SHOTNUMBER"));
     OutputFile output(target);
-    output.copy_dataset(input, "/SHOTNUMBER", {2, 1});
-    output.copy_dataset(input, "/COUNTS");
+    output.copy_dataset(input, "/SHOTNUMBER");               // contiguous
+    output.copy_dataset(input, "/COUNTS", {2, 1, false}, 3);  // compressed here, big-endian
     output.create_dataset<double>("/grown", {0}, {4, 0, true});
     const std::vector<double> first = {1, 2, 3}, second = {4, 5, 6, 7, 8};
     using Unmanaged = Kokkos::View<const double*, Kokkos::HostSpace,
@@ -717,7 +717,8 @@ TEST(Hdf5Storage, AppendsResizesAndCopiesKeepingTypes) {
   EXPECT_EQ(shot_values[4], std::uint64_t(-1));
   EXPECT_EQ(count_values[2], 65535);
   H5Tclose(shot_type), H5Tclose(count_type), H5Dclose(shots), H5Dclose(counts), H5Fclose(file);
-  EXPECT_EQ(stored_as(target, "/SHOTNUMBER").chunk, (std::vector<hsize_t>{2}));
+  EXPECT_EQ(stored_as(target, "/COUNTS").chunk, (std::vector<hsize_t>{2}));
+  EXPECT_TRUE(stored_as(target, "/COUNTS").deflate);
   const auto grown = InputFile(target).read<double, 1>("/grown");
   ASSERT_EQ(grown.extent(0), 6u);
   for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(grown(i), double(i + 1));

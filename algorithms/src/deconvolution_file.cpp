@@ -43,6 +43,10 @@ constexpr std::int64_t bytes_per_return = 3 * sizeof(double);
 // once, not once per shot.
 constexpr std::int64_t chunk_bytes = std::int64_t(1) << 20;
 
+// Threads that compress output chunks: the cores but the reader's and the
+// solver's (the writer thread compresses too).
+int compression_threads() { return std::max(1, int(std::thread::hardware_concurrency()) - 2); }
+
 std::int64_t power_of_two_at_most(std::int64_t value) {
   std::int64_t power = 1;
   while (power * 2 <= value) power *= 2;
@@ -240,7 +244,8 @@ void create_outputs(hdf5::OutputFile& output, const hdf5::InputFile& input,
   output.create_dataset<T>("/kkt_residual", {W}, storage.vectors);
   // The shot identity and geolocation, as the input has them (rank 0's:
   // every process read the same file, require_same_input).
-  for (const auto& dataset : layout.copied) output.copy_dataset(input, dataset, storage.vectors);
+  for (const auto& dataset : layout.copied)
+    output.copy_dataset(input, dataset, storage.vectors, compression_threads());
 }
 
 // The settings as attributes, rank 0's input path among them: every process
@@ -553,8 +558,7 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
   if (group.is_single() && !options.resume) hdf5::remove_stale_partials(output_path);
   ChunkContext<T> context(input, layout, options, storage, chunk, shared, shared_shape);
   context.recheck = !group.is_single();
-  context.compression_threads =
-      std::max(1, int(std::thread::hardware_concurrency()) - 2);  // the reader, the solver
+  context.compression_threads = compression_threads();
   context.in_order = group.is_single();
   context.returns_storage = returns_storage(layout, storage);
   if (!resume.partial.empty()) recover_chunks(context, resume.partial, resume.chunks);

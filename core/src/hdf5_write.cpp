@@ -410,7 +410,7 @@ void OutputFile::resize_rows(const std::string& dataset, std::size_t rows) {
 }
 
 void OutputFile::copy_dataset(const InputFile& input, const std::string& dataset,
-                              const Storage& storage) {
+                              const Storage& storage, int threads) {
   QuietErrors quiet;
   const std::string name = absolute(dataset);
   const std::string where = in_quotes(input.path()) + ": dataset " + name;
@@ -422,20 +422,25 @@ void OutputFile::copy_dataset(const InputFile& input, const std::string& dataset
     throw input_error(where + " has an unsupported type: " +
                       (stored.valid() ? describe_type(stored.get()) : std::string("unreadable")) +
                       " (numbers are copied)");
-  Handle native(H5Tget_native_type(stored.get(), H5T_DIR_ASCEND), H5Tclose);
-  const std::size_t element_size = native.valid() ? H5Tget_size(native.get()) : 0;
-  if (element_size == 0) throw input_error(where + " has a type this machine cannot hold");
+  // Read and written in the file's own type: the bytes as they are, byte
+  // order included, with no conversion either way.
+  const std::size_t element_size = H5Tget_size(stored.get());
   Handle set(create_typed(path_, file_, committed_, name, stored.get(), extents, storage),
              H5Dclose);
   if (!leader_ || impl::element_count(extents) == 0) return;
-  // A block of rows at a time: memory stays bounded however long the file.
+  // A block of rows at a time (whole chunks): memory stays bounded however
+  // long the file.
+  const std::size_t row_elements = impl::element_count(extents) / extents[0];
+  const std::size_t row_bytes = row_elements * element_size;
+  const std::size_t chunk = std::max<std::size_t>(storage.chunk_rows, 1);
   std::vector<std::size_t> block = extents;
-  const std::size_t row_bytes = impl::element_count(extents) / extents[0] * element_size;
-  block[0] = std::min(extents[0], std::max<std::size_t>(1, (std::size_t(1) << 24) / row_bytes));
+  block[0] = std::min(extents[0],
+                      std::max<std::size_t>(1, (std::size_t(1) << 24) / row_bytes / chunk) * chunk);
   impl::require_memory(input.path(), name, block, element_size);
   std::vector<unsigned char> data(impl::element_count(block) * element_size);
   Handle source_space(H5Dget_space(source.get()), H5Sclose);
   Handle target_space(H5Dget_space(set.get()), H5Sclose);
+  const bool direct = storage.chunk_rows > 0 && !shared_;
   for (std::size_t first = 0; first < extents[0]; first += block[0]) {
     std::vector<hsize_t> start(extents.size(), 0), count(block.begin(), block.end());
     start[0] = first;
@@ -444,13 +449,27 @@ void OutputFile::copy_dataset(const InputFile& input, const std::string& dataset
                   H5Sclose);
     if (H5Sselect_hyperslab(source_space.get(), H5S_SELECT_SET, start.data(), nullptr,
                             count.data(), nullptr) < 0 ||
-        H5Dread(source.get(), native.get(), memory.get(), source_space.get(), H5P_DEFAULT,
+        H5Dread(source.get(), stored.get(), memory.get(), source_space.get(), H5P_DEFAULT,
                 data.data()) < 0)
       throw input_error(where + " could not be read (truncated or damaged file?)");
-    if (H5Sselect_hyperslab(target_space.get(), H5S_SELECT_SET, start.data(), nullptr,
-                            count.data(), nullptr) < 0 ||
-        H5Dwrite(set.get(), native.get(), memory.get(), target_space.get(), H5P_DEFAULT,
-                 data.data()) < 0)
+    bool written = true;
+    if (direct) {  // compressed here, on `threads` threads
+      std::vector<std::vector<unsigned char>> chunks((count[0] + chunk - 1) / chunk);
+      impl::compress_chunks(data.data(), count[0], row_elements, element_size, storage, chunks,
+                            threads);
+      std::vector<hsize_t> offset(extents.size(), 0);
+      for (std::size_t c = 0; written && c < chunks.size(); ++c) {
+        offset[0] = first + c * chunk;
+        written = H5Dwrite_chunk(set.get(), H5P_DEFAULT, 0, offset.data(), chunks[c].size(),
+                                 chunks[c].data()) >= 0;
+      }
+    } else {
+      written = H5Sselect_hyperslab(target_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                    count.data(), nullptr) >= 0 &&
+                H5Dwrite(set.get(), stored.get(), memory.get(), target_space.get(), H5P_DEFAULT,
+                         data.data()) >= 0;
+    }
+    if (!written)
       throw runtime_error("cannot write " + in_quotes(path_) + ": dataset " + name +
                           " could not be written (disk full?)");
   }

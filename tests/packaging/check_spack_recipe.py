@@ -256,6 +256,7 @@ def expected_dependencies(chosen, run_tests):
         "hdf5": {f"{plus[chosen['mpi']]}mpi"},
         "cli11": set(),
         "zlib-api": set(),
+        "libdeflate": set(),
         "cmake": set(),
         "ninja": set(),
         "c": set(),

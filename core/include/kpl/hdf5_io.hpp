@@ -236,9 +236,10 @@ class OutputFile {
   std::size_t rows(const std::string& dataset) const;
 
   // A dataset of `input` copied whole, its element type kept (any numeric
-  // type: shot numbers stay unsigned), stored as `storage` says.
+  // type: shot numbers stay unsigned, big-endian stays big-endian), stored as
+  // `storage` says (chunks compressed on up to `threads` threads).
   void copy_dataset(const InputFile& input, const std::string& dataset,
-                    const Storage& storage = {});
+                    const Storage& storage = {}, int threads = 1);
 
   bool has_dataset(const std::string& dataset) const;
 

@@ -58,6 +58,7 @@ class Kpl(CMakePackage, CudaPackage):
     depends_on("hdf5@1.10.3: ~mpi", when="~mpi")
     depends_on("hdf5@1.10.3: +mpi", when="+mpi")
     depends_on("zlib-api")
+    depends_on("libdeflate")  # deflates output chunks faster than zlib, same streams
     depends_on("mpi", when="+mpi")
     depends_on("cli11", type="build")  # header-only, the command line only
 
