@@ -4,6 +4,7 @@
 // several the chunks are handed out over the group, each chunk's results
 // written to its rows of the one output. Then the returns, gathered in shot
 // order, and the settings.
+#include "deconvolution_resume.hpp"
 #include "deconvolution_stages.hpp"
 
 #include <kpl/deconvolution.hpp>
@@ -31,27 +32,6 @@
 
 namespace kpl {
 namespace deconvolution_detail {
-
-// Buffers in flight on one process: one being read, one solved, one written.
-constexpr std::int64_t overlapped_buffers = 3;
-// The returns per shot the pre-flight counts on (LVIS: ground and a few
-// canopy layers); more are held in memory and written all the same.
-constexpr std::int64_t expected_returns_per_shot = 4;
-constexpr std::int64_t bytes_per_return = 3 * sizeof(double);
-// Chunks of at most this many bytes: HDF5 readers cache a mebibyte of
-// chunks per dataset by default, so reading one shot decompresses its chunk
-// once, not once per shot.
-constexpr std::int64_t chunk_bytes = std::int64_t(1) << 20;
-
-// Threads that compress output chunks: the cores but the reader's and the
-// solver's (the writer thread compresses too).
-int compression_threads() { return std::max(1, int(std::thread::hardware_concurrency()) - 2); }
-
-std::int64_t power_of_two_at_most(std::int64_t value) {
-  std::int64_t power = 1;
-  while (power * 2 <= value) power *= 2;
-  return power;
-}
 
 // The output's chunk rows, with the shots per chunk (`chunk`) made a
 // multiple of them, so that every chunk of shots writes whole HDF5 chunks.
@@ -159,9 +139,9 @@ std::int64_t checked_chunk(const ProcessGroup& group, const hdf5::InputFile& inp
                                 " bytes is below what one waveform of " + std::to_string(m) +
                                 " samples needs (" + std::to_string(per_waveform_bytes) +
                                 " bytes)");
-  std::int64_t chunk = impl::group_chunk(
-      group, layout.shots,
-      std::min(layout.shots, options.memory_budget_bytes / per_waveform_bytes));
+  std::int64_t chunk =
+      impl::group_chunk(group, layout.shots,
+                        std::min(layout.shots, options.memory_budget_bytes / per_waveform_bytes));
   storage = plan_storage(layout.shots, m, sizeof(T), resolved_deflate_level(group, options), chunk);
   hdf5::require_distinct(output_path, {input.path()});
   hdf5::require_writable_target(output_path);
@@ -177,59 +157,11 @@ template <class T>
 std::int64_t plan_chunks(const ProcessGroup& group, const hdf5::InputFile& input,
                          const WaveformFileLayout& layout, const std::string& output_path,
                          const DeconvolutionFileOptions& options, OutputStorage& storage) {
-  const std::int64_t chunk = agreed(group, [&] {
-    return checked_chunk<T>(group, input, layout, output_path, options, storage);
-  });
+  const std::int64_t chunk = agreed(
+      group, [&] { return checked_chunk<T>(group, input, layout, output_path, options, storage); });
   agreed(group,
          [&] { require_valid_input<T>(input, layout, chunk, row_block(group, layout.shots)); });
   return chunk;
-}
-
-// What a resumed run must share with the run it goes on from: the input
-// (path, size, modification time, layout) and every option that shapes the
-// output.
-template <class T>
-std::string run_signature(const hdf5::InputFile& input, const WaveformFileLayout& layout,
-                          const DeconvolutionFileOptions& options, std::int64_t chunk,
-                          const OutputStorage& storage) {
-  struct stat about {};
-  ::stat(input.path().c_str(), &about);
-  std::error_code ignored;
-  const auto& nnls = options.deconvolution.nnls;
-  std::ostringstream text;
-  text.precision(17);
-  text << std::filesystem::absolute(input.path(), ignored).string() << "|" << about.st_size << "|"
-       << about.st_mtim.tv_sec << "." << about.st_mtim.tv_nsec << "|" << layout.describe() << "|"
-       << sizeof(T) << "|" << to_string(options.deconvolution.origin) << "|"
-       << options.deconvolution.first_passive_cap << "|" << nnls.max_iterations << "|"
-       << nnls.max_passive << "|" << nnls.tolerance << "|" << int(nnls.orthogonalization) << "|"
-       << int(nnls.gradient) << "|" << options.returns.threshold << "|" << chunk << "|"
-       << storage.matrices.chunk_rows << "|" << storage.vectors.chunk_rows << "|"
-       << storage.matrices.deflate_level;
-  return text.str();
-}
-
-// Chunks of returns: at most a mebibyte of doubles.
-constexpr std::size_t returns_chunk_rows = std::size_t(1) << 17;
-
-// The returns' datasets' chunks: for the returns a run expects, from 1024 up
-// to a mebibyte of doubles.
-hdf5::Storage returns_storage(const WaveformFileLayout& layout, const OutputStorage& storage) {
-  const std::size_t expected = std::size_t(layout.shots * expected_returns_per_shot);
-  const std::size_t rows = std::size_t(power_of_two_at_most(
-      std::int64_t(std::clamp<std::size_t>(expected, 1024, returns_chunk_rows))));
-  return {rows, storage.vectors.deflate_level, true};
-}
-
-// One process appends each chunk's returns (append_returns).
-void create_returns(hdf5::OutputFile& output, const WaveformFileLayout& layout,
-                    const OutputStorage& storage) {
-  output.create_dataset<std::int64_t>("/returns/offsets", {std::size_t(layout.shots) + 1},
-                                      offsets_storage(layout, storage));
-  const hdf5::Storage appended = returns_storage(layout, storage);
-  output.create_dataset<double>("/returns/sample", {0}, appended);
-  if (layout.has_elevations()) output.create_dataset<double>("/returns/elevation", {0}, appended);
-  output.create_dataset<double>("/returns/energy", {0}, appended);
 }
 
 template <class T>
@@ -268,203 +200,6 @@ void write_settings(const ProcessGroup& group, hdf5::OutputFile& output,
   output.write_attribute("/", "return_threshold", options.returns.threshold);
 }
 
-// ---------------------------------------------------------------- returns
-
-// Every process's returns in shot order on every process (sums in which the
-// other processes add zeros, so the values are exact).
-struct GatheredReturns {
-  std::vector<std::int64_t> offsets;  // [W + 1]
-  std::vector<double> sample, elevation, energy;
-};
-
-template <class T>
-GatheredReturns gather_returns(const ProcessGroup& group, const ChunkContext<T>& context) {
-  const std::int64_t W = context.layout.shots;
-  GatheredReturns gathered;
-  gathered.offsets.assign(std::size_t(W + 1), 0);
-  for (const auto& [first, returns] : context.returns)
-    std::copy(returns.counts.begin(), returns.counts.end(), gathered.offsets.begin() + first + 1);
-  group.sum(gathered.offsets.data() + 1, W);
-  for (std::int64_t w = 0; w < W; ++w) gathered.offsets[w + 1] += gathered.offsets[w];
-  const std::size_t total = std::size_t(gathered.offsets[W]);
-  for (auto* values : {&gathered.sample, &gathered.elevation, &gathered.energy})
-    values->assign(total, 0.0);
-  for (const auto& [first, returns] : context.returns) {
-    const std::size_t at = std::size_t(gathered.offsets[first]);
-    std::copy(returns.sample.begin(), returns.sample.end(), gathered.sample.begin() + at);
-    std::copy(returns.elevation.begin(), returns.elevation.end(), gathered.elevation.begin() + at);
-    std::copy(returns.energy.begin(), returns.energy.end(), gathered.energy.begin() + at);
-  }
-  for (auto* values : {&gathered.sample, &gathered.elevation, &gathered.energy})
-    group.sum(values->data(), std::int64_t(total));
-  return gathered;
-}
-
-void write_returns(hdf5::OutputFile& output, const GatheredReturns& returns, bool elevations,
-                   const OutputStorage& storage) {
-  const auto stored = [&](std::size_t rows) {
-    return hdf5::Storage{std::min(rows, returns_chunk_rows), storage.vectors.deflate_level};
-  };
-  output.write("/returns/offsets", host_vector(returns.offsets), stored(returns.offsets.size()));
-  output.write("/returns/sample", host_vector(returns.sample), stored(returns.sample.size()));
-  if (elevations)
-    output.write("/returns/elevation", host_vector(returns.elevation),
-                 stored(returns.sample.size()));
-  output.write("/returns/energy", host_vector(returns.energy), stored(returns.sample.size()));
-}
-
-// What the returns' datasets mean, beside them.
-void describe_returns(hdf5::OutputFile& output, bool elevations) {
-  output.write_attribute("/returns/offsets", "meaning",
-                         "shot w's returns are rows offsets[w] .. offsets[w + 1] - 1 of sample, "
-                         "elevation and energy");
-  output.write_attribute("/returns/sample", "meaning",
-                         "where the return's echo peaks in the received waveform: the centroid "
-                         "of a run of x > 0 plus the pulse's peak less its origin (0-based, in "
-                         "samples)");
-  output.write_attribute("/returns/energy", "meaning",
-                         "sum of x over the run (with a unit-area pulse, as for LVIS: the echo's "
-                         "area, counts x samples)");
-  if (elevations)
-    output.write_attribute("/returns/elevation", "meaning",
-                           "linear between the elevations of the waveform's sample 0 and its "
-                           "last elevation sample, at the return's sample (metres)");
-}
-
-// The pulse every shot shares, on the device as [1, L], and its shape.
-template <class T>
-DeviceMatrix<T> shared_pulse(const hdf5::InputFile& input, const WaveformFileLayout& layout,
-                             const DeconvolutionFileOptions& options, PulseShape& shape) {
-  const auto pulse = read_shared_pulse<T>(input, layout);
-  DeviceMatrix<T> device("kpl::deconv::pulse", 1, layout.pulse_length);
-  Kokkos::deep_copy(Kokkos::subview(device, 0, Kokkos::ALL),
-                    Kokkos::View<const T*, Kokkos::HostSpace>(pulse));
-  shape = pulse_shape(pulse.data(), layout.pulse_length,
-                      origin_sample(options.deconvolution.origin, layout.pulse_length));
-  return device;
-}
-
-// One process: the attributes only a resume needs removed.
-void finish_returns(hdf5::OutputFile& output) {
-  for (const char* name :
-       {"resume_signature", chunks_written_attribute, returns_written_attribute,
-        returns_stored_attribute})
-    output.remove_attribute("/", name);
-}
-
-// ---------------------------------------------------------------- resume
-
-// The returns of shots [.., shots) past the first returns_stored, found
-// again: from the shot whose returns the stored ones stop in.
-template <class T>
-void recover_pending_returns(ChunkContext<T>& context, const hdf5::InputFile& written,
-                             std::int64_t shots) {
-  const auto offsets = written.read_rows<std::int64_t, 1>("/returns/offsets", 0, shots);
-  std::int64_t shot = 0;
-  while (shot + 1 < shots && offsets(shot + 1) <= context.returns_stored) ++shot;
-  ChunkBuffers<T> buffers(context.chunk, context.layout);
-  auto& pending = context.pending;
-  for (std::int64_t first = shot; first < shots; first += context.chunk) {
-    read_shots(context, buffers, first, std::min(context.chunk, shots - first));
-    written.read_rows_into("/x", first, buffers.rows(buffers.x));
-    written.read_rows_into("/rnorm", first, buffers.rows(buffers.rnorm));
-    const WaveformReturns found = chunk_returns(context, buffers);
-    pending.sample.insert(pending.sample.end(), found.sample.begin(), found.sample.end());
-    if (context.layout.has_elevations())
-      pending.elevation.insert(pending.elevation.end(), found.elevation.begin(),
-                               found.elevation.end());
-    pending.energy.insert(pending.energy.end(), found.energy.begin(), found.energy.end());
-  }
-  // Less the first shot's returns that were stored; what is left must be as
-  // many as were found then.
-  const std::ptrdiff_t stored = std::ptrdiff_t(context.returns_stored - offsets(shot));
-  for (auto* values : {&pending.sample, &pending.elevation, &pending.energy})
-    if (!values->empty()) values->erase(values->begin(), values->begin() + stored);
-  if (std::int64_t(pending.sample.size()) != context.returns_written - context.returns_stored)
-    throw input_error("'" + written.path() + "': its returns (" +
-                      std::to_string(context.returns_written) +
-                      ") are not those of its solutions; run without --resume to start again");
-}
-
-struct ResumePoint {
-  std::string partial;      // empty: nothing to resume
-  std::int64_t chunks = 0;  // complete chunks in it
-};
-
-// The partial file of an interrupted run with this signature and the most
-// chunks written; the others are removed, and said so through `note`.
-ResumePoint find_resume_point(const std::string& output_path, const std::string& signature,
-                              const DeconvolutionFileOptions& options) {
-  ResumePoint best;
-  const auto discard = [&](const std::string& partial, const std::string& why) {
-    std::error_code ignored;
-    std::filesystem::remove(partial, ignored);
-    if (options.note) options.note("--resume: '" + partial + "' " + why + "; removed it");
-  };
-  for (const auto& partial : hdf5::stale_partials(output_path)) {
-    std::int64_t chunks = 0;
-    try {
-      const hdf5::InputFile file(partial);
-      if (!file.has_attribute("/", "resume_signature") ||
-          file.read_string_attribute("/", "resume_signature") != signature) {
-        discard(partial, "was made by another input or other options");
-        continue;
-      }
-      chunks = file.read_integer_attribute("/", chunks_written_attribute);
-    } catch (const std::exception& error) {
-      discard(partial, std::string("cannot be read (") + error.what() + ")");
-      continue;
-    }
-    if (best.partial.empty() || chunks > best.chunks) {
-      if (!best.partial.empty()) discard(best.partial, "holds fewer chunks than another");
-      best = {partial, chunks};
-    } else {
-      discard(partial, "holds fewer chunks than another");
-    }
-  }
-  if (options.note)
-    options.note(best.partial.empty()
-                     ? "--resume: no interrupted run of '" + output_path +
-                           "' to go on from; starting again"
-                     : "--resume: going on from '" + best.partial + "', " +
-                           std::to_string(best.chunks) + " chunk(s) written");
-  return best;
-}
-
-// The statuses of the chunks an interrupted run wrote, and its returns: the
-// count, those in the returns' datasets, and the others (pending) found
-// again, as write_chunk found them, from the partial file's x and rnorm and
-// the input's pulses and elevations.
-template <class T>
-void recover_chunks(ChunkContext<T>& context, const std::string& partial, std::int64_t chunks) {
-  const hdf5::InputFile written(partial);
-  const std::int64_t shots = std::min(chunks * context.chunk, context.layout.shots);
-  for (std::int64_t first = 0; first < shots; first += context.chunk) {
-    const std::int64_t count = std::min(context.chunk, shots - first);
-    const auto status = written.read_rows<std::int32_t, 1>("/status", first, count);
-    for (std::int64_t s = 0; s < count; ++s) {
-      if (status(s) < 0 || status(s) >= nnls_status_count)
-        throw input_error("'" + partial + "': dataset /status row " + std::to_string(first + s) +
-                          " holds " + std::to_string(status(s)) +
-                          ", no status; run without --resume to start again");
-      ++context.tally.status_counts[status(s)];
-    }
-    context.tally.items += count;
-  }
-  context.returns_written = written.read_integer_attribute("/", returns_written_attribute);
-  context.returns_stored = written.read_integer_attribute("/", returns_stored_attribute);
-  if (context.returns_written > context.returns_stored)
-    recover_pending_returns(context, written, shots);
-}
-
-// The returns' datasets cut back to what the last complete chunk had
-// stored (a later chunk may have added rows before the interruption).
-void cut_returns(hdf5::OutputFile& output, bool elevations, std::int64_t returns) {
-  for (const char* name : {"/returns/sample", "/returns/elevation", "/returns/energy"})
-    if (elevations || std::string(name) != "/returns/elevation")
-      output.resize_rows(name, std::size_t(returns));
-}
-
 // ---------------------------------------------------------------- the run
 
 // The chunks from `first_chunk` on: overlapped on one process, handed out
@@ -476,7 +211,8 @@ void solve_chunks(const ProcessGroup& group, ChunkContext<T>& context, std::int6
   if (group.is_single()) {
     std::vector<ChunkBuffers<T>> buffers;
     const std::int64_t in_flight = std::min(overlapped_buffers, chunks - first_chunk);
-    for (std::int64_t b = 0; b < in_flight; ++b) buffers.emplace_back(context.chunk, context.layout);
+    for (std::int64_t b = 0; b < in_flight; ++b)
+      buffers.emplace_back(context.chunk, context.layout);
     impl::run_overlapped(
         buffers, chunks - first_chunk,
         [&](ChunkBuffers<T>& chunk, std::int64_t item) {
@@ -502,14 +238,14 @@ void solve_chunks(const ProcessGroup& group, ChunkContext<T>& context, std::int6
 }
 
 template <class T>
-DeconvolutionSummary summarise(const ProcessGroup& group, ChunkContext<T>& context,
-                               double seconds, std::int64_t resumed) {
+DeconvolutionSummary summarise(const ProcessGroup& group, ChunkContext<T>& context, double seconds,
+                               std::int64_t resumed) {
   DeconvolutionSummary summary;
   summary.seconds = seconds;
   group.max(&summary.seconds, 1);
   auto& phases = context.phases;
-  double* times[] = {&phases.setup, &phases.read, &phases.solve, &phases.solver, &phases.write,
-                     &phases.finish};
+  double* times[] = {&phases.setup,  &phases.read,  &phases.solve,
+                     &phases.solver, &phases.write, &phases.finish};
   for (double* time : times) group.max(time, 1);
   summary.phases = phases;
   summary.balance = impl::reduce_tallies(group, context.tally);
@@ -534,6 +270,19 @@ std::unique_ptr<hdf5::OutputFile> open_output(const ProcessGroup& group,
   if (!resume.partial.empty())
     return hdf5::OutputFile::resume_partial(output_path, resume.partial, keep);
   return std::make_unique<hdf5::OutputFile>(output_path, keep);
+}
+
+// The pulse every shot shares, on the device as [1, L], and its shape.
+template <class T>
+DeviceMatrix<T> shared_pulse(const hdf5::InputFile& input, const WaveformFileLayout& layout,
+                             const DeconvolutionFileOptions& options, PulseShape& shape) {
+  const auto pulse = read_shared_pulse<T>(input, layout);
+  DeviceMatrix<T> device("kpl::deconv::pulse", 1, layout.pulse_length);
+  Kokkos::deep_copy(Kokkos::subview(device, 0, Kokkos::ALL),
+                    Kokkos::View<const T*, Kokkos::HostSpace>(pulse));
+  shape = pulse_shape(pulse.data(), layout.pulse_length,
+                      origin_sample(options.deconvolution.origin, layout.pulse_length));
+  return device;
 }
 
 template <class T>

@@ -18,8 +18,7 @@ std::string dims(std::int64_t rows) { return "[" + std::to_string(rows) + "]"; }
 
 std::string shape_text(const std::vector<std::size_t>& shape) {
   std::string text = "[";
-  for (std::size_t d = 0; d < shape.size(); ++d)
-    text += (d ? ", " : "") + std::to_string(shape[d]);
+  for (std::size_t d = 0; d < shape.size(); ++d) text += (d ? ", " : "") + std::to_string(shape[d]);
   return text + "]";
 }
 
@@ -73,8 +72,8 @@ void check_waveforms_and_pulse(const hdf5::InputFile& input, WaveformFileLayout&
     hdf5::require_matching_extent(input, layout.pulse, 0, layout.waveforms, 0);
   if (layout.pulse_length > layout.samples)
     throw input_error(quoted(input) + ": the pulse (" + std::to_string(layout.pulse_length) +
-                      " samples) is longer than the waveforms (" +
-                      std::to_string(layout.samples) + " samples)");
+                      " samples) is longer than the waveforms (" + std::to_string(layout.samples) +
+                      " samples)");
 }
 
 void check_noise(const hdf5::InputFile& input, WaveformFileLayout& layout) {
@@ -98,9 +97,9 @@ void require_per_shot(const hdf5::InputFile& input, const WaveformFileLayout& la
                       const std::string& dataset) {
   const auto shape = input.shape(dataset);
   if (shape.size() != 1 || std::int64_t(shape[0]) != layout.shots)
-    throw input_error(quoted(input) + ": dataset " + dataset + " must be " +
-                      dims(layout.shots) + " (one value per shot of " + layout.waveforms +
-                      "), not " + shape_text(shape));
+    throw input_error(quoted(input) + ": dataset " + dataset + " must be " + dims(layout.shots) +
+                      " (one value per shot of " + layout.waveforms + "), not " +
+                      shape_text(shape));
 }
 
 // Z0 and Z<k>, k = samples - 1 where present, else the largest k below it.
@@ -140,8 +139,8 @@ WaveformDatasetNames parse_waveform_dataset_names(const std::string& text) {
     const std::size_t end = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, end - start);
     const std::size_t equals = item.find('=');
-    const std::string role = item.substr(0, equals), name =
-        equals == std::string::npos ? "" : item.substr(equals + 1);
+    const std::string role = item.substr(0, equals),
+                      name = equals == std::string::npos ? "" : item.substr(equals + 1);
     std::string* target = role == "waveforms" ? &names.waveforms
                           : role == "pulse"   ? &names.pulse
                           : role == "noise"   ? &names.noise
@@ -158,9 +157,12 @@ WaveformDatasetNames parse_waveform_dataset_names(const std::string& text) {
 
 std::string to_string(WaveformLayoutKind kind) {
   switch (kind) {
-    case WaveformLayoutKind::lvis: return "lvis";
-    case WaveformLayoutKind::named: return "named";
-    default: return "kpl";
+    case WaveformLayoutKind::lvis:
+      return "lvis";
+    case WaveformLayoutKind::named:
+      return "named";
+    default:
+      return "kpl";
   }
 }
 
@@ -192,7 +194,8 @@ void fail_flat_pulse(const hdf5::InputFile& input, const WaveformFileLayout& lay
                      std::int64_t shot) {
   throw input_error(quoted(input) + ": dataset " + layout.pulse + " row " + std::to_string(shot) +
                     ": the transmitted pulse has nothing above its baseline (the mean of its "
-                    "first " + std::to_string(lvis_baseline_samples) + " samples)");
+                    "first " +
+                    std::to_string(lvis_baseline_samples) + " samples)");
 }
 
 std::vector<double> read_noise_rows(const hdf5::InputFile& input, const WaveformFileLayout& layout,
@@ -205,21 +208,21 @@ std::vector<double> read_noise_rows(const hdf5::InputFile& input, const Waveform
     std::fill(noise.begin(), noise.end(), level);
     return noise;
   }
-  const auto rows = input.read_rows<double, 1>(layout.noise, std::size_t(first),
-                                               std::size_t(count), finite);
+  const auto rows =
+      input.read_rows<double, 1>(layout.noise, std::size_t(first), std::size_t(count), finite);
   for (std::int64_t s = 0; s < count; ++s) noise[s] = rows(s);
   return noise;
 }
 
 std::vector<ElevationSpan> read_elevation_rows(const hdf5::InputFile& input,
-                                               const WaveformFileLayout& layout,
-                                               std::int64_t first, std::int64_t count) {
+                                               const WaveformFileLayout& layout, std::int64_t first,
+                                               std::int64_t count) {
   // Not required finite: a shot without geolocation has returns of unknown
   // (NaN) elevation, which is what its file says.
-  const auto top = input.read_rows<double, 1>(layout.elevation_first, std::size_t(first),
-                                              std::size_t(count));
-  const auto bottom = input.read_rows<double, 1>(layout.elevation_last, std::size_t(first),
-                                                 std::size_t(count));
+  const auto top =
+      input.read_rows<double, 1>(layout.elevation_first, std::size_t(first), std::size_t(count));
+  const auto bottom =
+      input.read_rows<double, 1>(layout.elevation_last, std::size_t(first), std::size_t(count));
   std::vector<ElevationSpan> spans(static_cast<std::size_t>(count));
   for (std::int64_t s = 0; s < count; ++s)
     spans[s] = {top(s), bottom(s), double(layout.elevation_sample)};

@@ -18,8 +18,8 @@
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <new>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -107,9 +107,9 @@ void compress_chunks(const unsigned char* data, std::size_t rows, std::size_t ro
       if (storage.deflate_level > 0) deflate = std::make_unique<Deflater>(storage.deflate_level);
       for (std::size_t c = next++; c < chunks.size(); c = next++) {
         const std::size_t first = c * storage.chunk_rows;
-        chunks[c] = stored_chunk(data + first * row_bytes,
-                                 std::min(storage.chunk_rows, rows - first), storage.chunk_rows,
-                                 row_bytes, element_size, deflate.get());
+        chunks[c] =
+            stored_chunk(data + first * row_bytes, std::min(storage.chunk_rows, rows - first),
+                         storage.chunk_rows, row_bytes, element_size, deflate.get());
       }
     } catch (...) {
       const std::lock_guard<std::mutex> lock(failure_lock);
@@ -118,7 +118,8 @@ void compress_chunks(const unsigned char* data, std::size_t rows, std::size_t ro
     }
   };
   const std::size_t helpers =
-      std::min<std::size_t>(chunks.size(), std::size_t(std::max(threads, 1))) - (chunks.empty() ? 0 : 1);
+      std::min<std::size_t>(chunks.size(), std::size_t(std::max(threads, 1))) -
+      (chunks.empty() ? 0 : 1);
   std::vector<std::thread> pool;
   pool.reserve(helpers);
   for (std::size_t t = 0; t < helpers; ++t) pool.emplace_back(work);

@@ -59,7 +59,7 @@ struct WaveformFileLayout {
   std::string waveforms, pulse, noise;  // datasets; noise empty: none
   std::int64_t shots = 0, samples = 0, pulse_length = 0;
   bool pulse_per_shot = false;
-  bool noise_per_shot = false;  // else one value (a scalar or [1] dataset)
+  bool noise_per_shot = false;    // else one value (a scalar or [1] dataset)
   bool normalise_pulses = false;  // LVIS: baseline removed, unit area
   // Elevations of sample 0 and of sample elevation_sample (empty: none).
   std::string elevation_first, elevation_last;
@@ -120,8 +120,8 @@ bool normalise_lvis_pulse(T* pulse, std::int64_t length) {
 std::vector<double> read_noise_rows(const hdf5::InputFile& input, const WaveformFileLayout& layout,
                                     std::int64_t first, std::int64_t count, bool checked);
 std::vector<ElevationSpan> read_elevation_rows(const hdf5::InputFile& input,
-                                               const WaveformFileLayout& layout,
-                                               std::int64_t first, std::int64_t count);
+                                               const WaveformFileLayout& layout, std::int64_t first,
+                                               std::int64_t count);
 }  // namespace impl
 
 template <class T, class Matrix>
