@@ -21,7 +21,7 @@
 
 namespace {
 
-constexpr std::int64_t waveforms = 2048, samples = 432;
+constexpr std::int64_t waveforms = 8192, samples = 432;  // 27 chunks a dataset
 
 // x and fit of the simulated waveforms [waveforms, samples], on the host, in
 // precision T (plain vectors: they outlive Kokkos).
@@ -128,6 +128,7 @@ void register_for(const char* precision) {
     bench->ArgNames({"level", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
     for (const int level : {0, 1, 2, 3, 4, 6, 9}) bench->Args({level, 1});
     for (const int level : {1, 4}) bench->Args({level, 0});  // 0: kpl deconv's thread count
+    bench->Args({1, 2});
   }
   benchmark::RegisterBenchmark((std::string("deconv_output/returns/") + precision).c_str(),
                                find_returns<T>)

@@ -76,25 +76,25 @@ void solve_chunk(ChunkContext<T>& context, ChunkBuffers<T>& buffers) {
   context.phases.solve += timer.seconds();
 }
 
-// The chunk's rows of the six per-shot outputs: compressed here (on
-// compression_threads threads), stored by HDF5 as they are.
+// The chunk's rows of the six per-shot outputs: compressed here, together
+// (on compression_threads threads), stored by HDF5 as they are.
 template <class T>
 void write_compressed(ChunkContext<T>& context, const ChunkBuffers<T>& buffers) {
   const std::size_t first = std::size_t(buffers.first);
-  const int threads = context.compression_threads;
   const auto& matrices = context.storage.matrices;
   const auto& vectors = context.storage.vectors;
-  const std::vector<std::pair<const char*, hdf5::CompressedRows>> rows = {
-      {"/x", hdf5::compress_rows(buffers.rows(buffers.x), first, matrices, threads)},
-      {"/fit", hdf5::compress_rows(buffers.rows(buffers.fit), first, matrices, threads)},
-      {"/rnorm", hdf5::compress_rows(buffers.rows(buffers.rnorm), first, vectors, threads)},
-      {"/iterations",
-       hdf5::compress_rows(buffers.rows(buffers.iterations), first, vectors, threads)},
-      {"/status", hdf5::compress_rows(buffers.rows(buffers.status), first, vectors, threads)},
-      {"/kkt_residual", hdf5::compress_rows(buffers.rows(buffers.kkt), first, vectors, threads)}};
+  hdf5::CompressionBatch batch;
+  const std::pair<const char*, const hdf5::CompressedRows*> rows[] = {
+      {"/x", &batch.add(buffers.rows(buffers.x), first, matrices)},
+      {"/fit", &batch.add(buffers.rows(buffers.fit), first, matrices)},
+      {"/rnorm", &batch.add(buffers.rows(buffers.rnorm), first, vectors)},
+      {"/iterations", &batch.add(buffers.rows(buffers.iterations), first, vectors)},
+      {"/status", &batch.add(buffers.rows(buffers.status), first, vectors)},
+      {"/kkt_residual", &batch.add(buffers.rows(buffers.kkt), first, vectors)}};
+  batch.run(context.compression_threads);
   const std::lock_guard<std::mutex> lock(context.hdf5_lock);
   for (const auto& [dataset, compressed] : rows)
-    context.output->write_compressed_rows(dataset, compressed);
+    context.output->write_compressed_rows(dataset, *compressed);
 }
 
 // The same rows through HDF5 (uncompressed, or several processes' shared

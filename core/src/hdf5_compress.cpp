@@ -79,53 +79,76 @@ class Deflater {
   int level_ = 1;
 };
 
-// One chunk: rows [0, rows) of `source`, padded with zeros to chunk_rows.
-std::vector<unsigned char> stored_chunk(const unsigned char* source, std::size_t rows,
-                                        std::size_t chunk_rows, std::size_t row_bytes,
-                                        std::size_t element_size, Deflater* deflate) {
-  const std::size_t bytes = chunk_rows * row_bytes;
-  std::vector<unsigned char> padded(bytes, 0);
-  std::memcpy(padded.data(), source, rows * row_bytes);
-  if (deflate == nullptr) return padded;
-  std::vector<unsigned char> shuffled(bytes);
-  shuffle(padded.data(), bytes / element_size, element_size, shuffled.data());
-  return (*deflate)(shuffled.data(), bytes);
-}
+// What one thread keeps between chunks: a Deflater per level, and the
+// buffers a chunk is padded and shuffled in (no allocation per chunk).
+struct Worker {
+  std::vector<std::unique_ptr<Deflater>> deflaters = std::vector<std::unique_ptr<Deflater>>(10);
+  std::vector<unsigned char> padded, shuffled;
+
+  void compress(const ChunkTask& task) {
+    const std::size_t bytes = task.chunk_rows * task.row_bytes;
+    const unsigned char* whole = task.source;
+    if (task.rows < task.chunk_rows) {  // the dataset's last chunk, padded with zeros
+      padded.assign(bytes, 0);
+      std::memcpy(padded.data(), task.source, task.rows * task.row_bytes);
+      whole = padded.data();
+    }
+    if (task.level == 0) {
+      task.stored->assign(whole, whole + bytes);
+      return;
+    }
+    shuffled.resize(bytes);
+    shuffle(whole, bytes / task.element_size, task.element_size, shuffled.data());
+    auto& deflate = deflaters[std::size_t(task.level)];
+    if (!deflate) deflate = std::make_unique<Deflater>(task.level);
+    *task.stored = (*deflate)(shuffled.data(), bytes);
+  }
+};
 
 }  // namespace
 
-void compress_chunks(const unsigned char* data, std::size_t rows, std::size_t row_elements,
-                     std::size_t element_size, const Storage& storage,
-                     std::vector<std::vector<unsigned char>>& chunks, int threads) {
-  const std::size_t row_bytes = row_elements * element_size;
+void compress_tasks(const std::vector<ChunkTask>& tasks, int threads) {
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_lock;
   const auto work = [&] {
     try {
-      std::unique_ptr<Deflater> deflate;
-      if (storage.deflate_level > 0) deflate = std::make_unique<Deflater>(storage.deflate_level);
-      for (std::size_t c = next++; c < chunks.size(); c = next++) {
-        const std::size_t first = c * storage.chunk_rows;
-        chunks[c] =
-            stored_chunk(data + first * row_bytes, std::min(storage.chunk_rows, rows - first),
-                         storage.chunk_rows, row_bytes, element_size, deflate.get());
-      }
+      Worker worker;
+      for (std::size_t t = next++; t < tasks.size(); t = next++) worker.compress(tasks[t]);
     } catch (...) {
       const std::lock_guard<std::mutex> lock(failure_lock);
       if (!failure) failure = std::current_exception();
-      next = chunks.size();
+      next = tasks.size();
     }
   };
   const std::size_t helpers =
-      std::min<std::size_t>(chunks.size(), std::size_t(std::max(threads, 1))) -
-      (chunks.empty() ? 0 : 1);
+      tasks.empty() ? 0 : std::min<std::size_t>(tasks.size(), std::size_t(std::max(threads, 1))) - 1;
   std::vector<std::thread> pool;
   pool.reserve(helpers);
   for (std::size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
   work();
   for (auto& thread : pool) thread.join();
   if (failure) std::rethrow_exception(failure);
+}
+
+void add_chunk_tasks(const unsigned char* data, std::size_t rows, std::size_t row_elements,
+                     std::size_t element_size, const Storage& storage,
+                     std::vector<std::vector<unsigned char>>& chunks, std::vector<ChunkTask>& tasks) {
+  const std::size_t row_bytes = row_elements * element_size;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const std::size_t first = c * storage.chunk_rows;
+    tasks.push_back({data + first * row_bytes, std::min(storage.chunk_rows, rows - first),
+                     storage.chunk_rows, row_bytes, element_size, storage.deflate_level,
+                     &chunks[c]});
+  }
+}
+
+void compress_chunks(const unsigned char* data, std::size_t rows, std::size_t row_elements,
+                     std::size_t element_size, const Storage& storage,
+                     std::vector<std::vector<unsigned char>>& chunks, int threads) {
+  std::vector<ChunkTask> tasks;
+  add_chunk_tasks(data, rows, row_elements, element_size, storage, chunks, tasks);
+  compress_tasks(tasks, threads);
 }
 
 }  // namespace kpl::hdf5::impl

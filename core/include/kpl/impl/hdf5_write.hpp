@@ -7,7 +7,9 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <deque>
 #include <string>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -30,11 +32,23 @@ void create_empty_raw(const std::string& path, std::int64_t file, bool committed
 void write_raw(const std::string& path, std::int64_t file, bool committed,
                const std::string& dataset, element_type type, const void* data,
                const std::vector<std::size_t>& extents, const Storage& storage);
-// The stored form of chunks [first_chunk, first_chunk + chunks.size()) of
-// row-major rows (rows x row_elements elements of element_size bytes, the
-// first at a chunk boundary): each padded to chunk_rows rows, byte-shuffled
-// and deflated (level 0: as they are); in core/src/hdf5_compress.cpp.
-// Runs on `threads` threads at most.
+// One chunk to compress: its rows (fewer than chunk_rows: the dataset's
+// last, padded with zeros), shuffled by element and deflated at `level` (0:
+// stored as they are) into *stored.
+struct ChunkTask {
+  const unsigned char* source;
+  std::size_t rows, chunk_rows, row_bytes, element_size;
+  int level;
+  std::vector<unsigned char>* stored;
+};
+// The tasks on `threads` threads at most; in core/src/hdf5_compress.cpp.
+void compress_tasks(const std::vector<ChunkTask>& tasks, int threads);
+// The tasks of the stored form of row-major rows (rows x row_elements
+// elements of element_size bytes, the first at a chunk boundary), one per
+// element of `chunks`; compress_chunks runs them.
+void add_chunk_tasks(const unsigned char* data, std::size_t rows, std::size_t row_elements,
+                     std::size_t element_size, const Storage& storage,
+                     std::vector<std::vector<unsigned char>>& chunks, std::vector<ChunkTask>& tasks);
 void compress_chunks(const unsigned char* data, std::size_t rows, std::size_t row_elements,
                      std::size_t element_size, const Storage& storage,
                      std::vector<std::vector<unsigned char>>& chunks, int threads);
@@ -78,31 +92,56 @@ auto row_major_copy(const std::string& label, const View& source) {
 }
 }  // namespace impl
 
+// Rows of several datasets compressed together (see CompressedRows): the
+// chunks of all of them are shared out over one pool of threads, so that
+// none waits between one dataset and the next. add() each View (contiguous,
+// row-major, on the host, alive until run()); run() fills the results.
+class CompressionBatch {
+ public:
+  template <class View>
+  CompressedRows& add(const View& rows, std::size_t first_row, const Storage& storage) {
+    static_assert(Kokkos::is_view<View>::value, "compress_rows takes a Kokkos::View");
+    static_assert(
+        (View::rank == 1 || std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) &&
+            Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                       typename View::memory_space>::accessible,
+        "compress_rows takes contiguous host Views, LayoutRight from rank 2");
+    if (storage.chunk_rows == 0 || first_row % storage.chunk_rows != 0 ||
+        !rows.span_is_contiguous())
+      throw runtime_error("compress_rows: the rows must be contiguous and start a chunk of a "
+                          "chunked dataset");
+    std::size_t row_elements = 1;
+    for (int d = 1; d < static_cast<int>(View::rank); ++d) row_elements *= rows.extent(d);
+    CompressedRows& compressed = results_.emplace_back();
+    compressed.first_row = first_row;
+    compressed.rows = rows.extent(0);
+    compressed.chunk_rows = storage.chunk_rows;
+    compressed.chunks.resize((compressed.rows + storage.chunk_rows - 1) / storage.chunk_rows);
+    impl::add_chunk_tasks(reinterpret_cast<const unsigned char*>(rows.data()), compressed.rows,
+                          row_elements, sizeof(typename View::value_type), storage,
+                          compressed.chunks, tasks_);
+    return compressed;
+  }
+  void run(int threads) {
+    impl::compress_tasks(tasks_, threads);
+    tasks_.clear();
+  }
+
+ private:
+  std::deque<CompressedRows> results_;  // stable: add() hands out references
+  std::vector<impl::ChunkTask> tasks_;
+};
+
 // Rows [first_row, first_row + rows.extent(0)) of a dataset stored as
 // `storage` (chunked), compressed on up to `threads` threads; see
 // CompressedRows. A contiguous row-major host View.
 template <class View>
 CompressedRows compress_rows(const View& rows, std::size_t first_row, const Storage& storage,
                              int threads = 1) {
-  static_assert(Kokkos::is_view<View>::value, "compress_rows takes a Kokkos::View");
-  static_assert(
-      (View::rank == 1 || std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) &&
-          Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible,
-      "compress_rows takes contiguous host Views, LayoutRight from rank 2");
-  if (storage.chunk_rows == 0 || first_row % storage.chunk_rows != 0 || !rows.span_is_contiguous())
-    throw runtime_error("compress_rows: the rows must be contiguous and start a chunk of a "
-                        "chunked dataset");
-  std::size_t row_elements = 1;
-  for (int d = 1; d < static_cast<int>(View::rank); ++d) row_elements *= rows.extent(d);
-  CompressedRows compressed;
-  compressed.first_row = first_row;
-  compressed.rows = rows.extent(0);
-  compressed.chunk_rows = storage.chunk_rows;
-  compressed.chunks.resize((compressed.rows + storage.chunk_rows - 1) / storage.chunk_rows);
-  impl::compress_chunks(reinterpret_cast<const unsigned char*>(rows.data()), compressed.rows,
-                        row_elements, sizeof(typename View::value_type), storage,
-                        compressed.chunks, threads);
-  return compressed;
+  CompressionBatch batch;
+  CompressedRows& compressed = batch.add(rows, first_row, storage);
+  batch.run(threads);
+  return std::move(compressed);
 }
 
 template <class View>
