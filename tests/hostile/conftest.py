@@ -111,6 +111,15 @@ def read_h5(path):
         return {k: f[k][...] for k in f if isinstance(f[k], h5py.Dataset)}
 
 
+def datasets(path):
+    """Every dataset of a file, groups' included, by path ("returns/sample")."""
+    found = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: found.__setitem__(name, item[()])
+                     if isinstance(item, h5py.Dataset) else None)
+    return found
+
+
 def file_bytes(path):
     with open(path, "rb") as f:
         return f.read()

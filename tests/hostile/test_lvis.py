@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO, check, run_kpl
+from conftest import REPO, check, datasets, run_kpl
 
 MAKE_LVIS = REPO / "scripts" / "make_lvis.py"
 # Under AddressSanitizer kpl solves some 50 times slower: one release, fewer
@@ -34,14 +34,6 @@ def make_lvis(path, layout, *options, truth=None, shots=SHOTS, seed=11):
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return path
-
-
-def datasets(path):
-    found = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, item: found.__setitem__(name, item[()])
-                     if isinstance(item, h5py.Dataset) else None)
-    return found
 
 
 def deconv(tmp_path, source, *options, output="out.h5", status=0, err=r"converged"):
@@ -208,7 +200,7 @@ def test_float_precision_finds_the_echoes(small, tmp_path):
         assert np.all(np.abs(centroid - t_sample[truth]) <= 0.5), f"shot {w}"
 
 
-def test_kpl_layout_and_named_datasets(small, tmp_path):
+def test_kpl_layout_and_nameddatasets(small, tmp_path):
     """The same simulation in kpl's layout (pulses already normalised,
     waveforms less their noise) gives the LVIS file's answer; the same data
     under other names, mapped with --dataset, gives it bit for bit."""

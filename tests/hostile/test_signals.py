@@ -13,7 +13,7 @@ import time
 import h5py
 import pytest
 
-from conftest import KPL, check, run_kpl
+from conftest import KPL, check, datasets, run_kpl
 
 
 # Under AddressSanitizer kpl solves some 50 times slower: smaller inputs
@@ -95,14 +95,6 @@ def test_other_terminating_signals(tmp_path, big_deconv, sig):
     _assert_kept(out, err)
 
 
-def _datasets(path):
-    found = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, item: found.__setitem__(name, item[()])
-                     if isinstance(item, h5py.Dataset) else None)
-    return found
-
-
 @pytest.fixture(scope="module")
 def resumable(tmp_path_factory):
     """2000 waveforms in chunks of 7: a run long enough to interrupt when its
@@ -113,7 +105,7 @@ def resumable(tmp_path_factory):
                   "--output", d / "in.h5"), 0, rf"wrote {RESUMABLE} waveforms")
     check(run_kpl("deconv", "--input", d / "in.h5", "--output", d / "whole.h5",
                   "--memory-budget", "2mb", timeout=300), 0, rf"{RESUMABLE} converged")
-    return d / "in.h5", _datasets(d / "whole.h5")
+    return d / "in.h5", datasets(d / "whole.h5")
 
 
 def _interrupt_when(out, source, sig, ready):
@@ -143,7 +135,7 @@ def _resume_and_compare(out, source, whole):
                   "--resume", timeout=300)
     check(res, 0, r"resumed an interrupted run: [1-9]\d* waveforms were already written")
     assert not glob.glob(str(out) + ".partial-*")
-    resumed = _datasets(out)
+    resumed = datasets(out)
     assert sorted(resumed) == sorted(whole)
     for name, values in whole.items():
         assert resumed[name].tobytes() == values.tobytes(), f"/{name} differs after --resume"
@@ -188,7 +180,7 @@ def test_resume_of_other_options_starts_again(tmp_path, resumable):
     assert "resumed an interrupted run" not in res[2]
     assert not glob.glob(str(out) + ".partial-*")
     for name in ("x", "fit", "status"):
-        assert _datasets(out)[name].tobytes() == whole[name].tobytes()
+        assert datasets(out)[name].tobytes() == whole[name].tobytes()
 
 
 def test_resume_without_an_interrupted_run_starts_fresh(tmp_path, big_deconv):
