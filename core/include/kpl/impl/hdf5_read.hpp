@@ -97,16 +97,7 @@ HostArray<T, Rank> InputFile::read_rows(const std::string& dataset, std::size_t 
   extents[0] = row_count;
   impl::require_memory(path_, dataset, extents, sizeof(T));
   auto array = impl::allocate<T, Rank>(dataset, extents);
-  if constexpr (std::is_same_v<T, float>) {
-    if (!requirements.already_checked)
-      impl::check_float_range(path_, file_, dataset, first_row, extents);
-  }
-  impl::read_raw_rows(path_, file_, dataset, impl::element_type_of<T>(), array.data(), first_row,
-                      extents);
-  if constexpr (std::is_floating_point_v<T>) {
-    if (requirements.finite && !requirements.already_checked)
-      impl::check_finite(path_, dataset, array.data(), extents, first_row);
-  }
+  read_rows_into(dataset, first_row, array, requirements);
   return array;
 }
 
@@ -126,8 +117,8 @@ void InputFile::read_rows_into(const std::string& dataset, std::size_t first_row
   impl::check_row_range(path_, dataset, first_row, rows.extent(0), extents[0]);
   extents[0] = rows.extent(0);
   for (int d = 1; d < Rank; ++d)
-    if (extents[d] != rows.extent(d) || !rows.span_is_contiguous())
-      impl::fail_buffer_shape(path_, dataset, extents);
+    if (extents[d] != rows.extent(d)) impl::fail_buffer_shape(path_, dataset, extents);
+  if (!rows.span_is_contiguous()) impl::fail_buffer_shape(path_, dataset, extents);
   if constexpr (std::is_same_v<T, float>) {
     if (!requirements.already_checked)
       impl::check_float_range(path_, file_, dataset, first_row, extents);
