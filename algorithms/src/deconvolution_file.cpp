@@ -285,6 +285,59 @@ DeviceMatrix<T> shared_pulse(const hdf5::InputFile& input, const WaveformFileLay
   return device;
 }
 
+// The output, new (its datasets created) or resumed (its returns cut back
+// to what its last complete chunk stored), as context.output.
+template <class T>
+std::unique_ptr<hdf5::OutputFile> prepared_output(const ProcessGroup& group,
+                                                  ChunkContext<T>& context,
+                                                  const std::string& output_path,
+                                                  const ResumePoint& resume,
+                                                  const std::string& signature) {
+  const auto& layout = context.layout;
+  auto output =
+      agreed(group, [&] { return open_output(group, output_path, context.options, resume); });
+  context.output = output.get();
+  if (!resume.partial.empty()) {
+    cut_returns(*output, layout.has_elevations(), context.returns_stored);
+    return output;
+  }
+  agreed(group, [&] {
+    create_outputs<T>(*output, context.input, layout, context.storage);
+    if (!group.is_single()) return;
+    create_returns(*output, layout, context.storage);
+    output->write_attribute("/", "resume_signature", signature);
+    for (const char* counter :
+         {chunks_written_attribute, returns_written_attribute, returns_stored_attribute})
+      output->write_attribute("/", counter, std::int64_t(0));
+    output->flush();  // a crash from here on leaves a file a resume can read
+  });
+  return output;
+}
+
+// The returns stored (one process: the last of them; several: all, gathered),
+// the settings, and the output committed. Returns how many returns there are.
+template <class T>
+std::int64_t finish_output(const ProcessGroup& group, ChunkContext<T>& context,
+                           hdf5::OutputFile& output) {
+  const auto& layout = context.layout;
+  std::int64_t returns = context.returns_written;
+  agreed(group, [&] {
+    if (context.in_order) {
+      store_pending_returns(context, /*all=*/true);  // a resume after the last chunk
+      finish_returns(output);
+    } else {
+      const auto gathered = gather_returns(group, context);
+      returns = gathered.offsets.back();
+      write_returns(output, gathered, layout.has_elevations(), context.storage);
+    }
+    describe_returns(output, layout.has_elevations());
+    write_settings(group, output, context.input, layout, context.options, context.chunk,
+                   context.storage);
+    output.commit();
+  });
+  return returns;
+}
+
 template <class T>
 DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input,
                          const std::string& output_path, const DeconvolutionFileOptions& options) {
@@ -311,42 +364,13 @@ DeconvolutionSummary run(const ProcessGroup& group, const hdf5::InputFile& input
   context.in_order = group.is_single();
   context.returns_storage = returns_storage(layout, storage);
   if (!resume.partial.empty()) recover_chunks(context, resume.partial, resume.chunks);
-  const auto output =
-      agreed(group, [&] { return open_output(group, output_path, options, resume); });
-  context.output = output.get();
-  if (!resume.partial.empty()) {
-    cut_returns(*output, layout.has_elevations(), context.returns_stored);
-  } else {
-    agreed(group, [&] {
-      create_outputs<T>(*output, input, layout, storage);
-      if (!group.is_single()) return;
-      create_returns(*output, layout, storage);
-      output->write_attribute("/", "resume_signature", signature);
-      output->write_attribute("/", chunks_written_attribute, std::int64_t(0));
-      output->write_attribute("/", returns_written_attribute, std::int64_t(0));
-      output->write_attribute("/", returns_stored_attribute, std::int64_t(0));
-      output->flush();  // a crash from here on leaves a file a resume can read
-    });
-  }
+  const auto output = prepared_output(group, context, output_path, resume, signature);
   context.phases.setup = phase.seconds();
   Kokkos::Timer solving;
   solve_chunks<T>(group, context, resume.chunks);
   const double seconds = solving.seconds();
   phase.reset();
-  std::int64_t returns = context.returns_written;
-  agreed(group, [&] {
-    if (context.in_order) {
-      store_pending_returns(context, /*all=*/true);  // a resume after the last chunk
-      finish_returns(*output);
-    } else {
-      const auto gathered = gather_returns(group, context);
-      returns = gathered.offsets.back();
-      write_returns(*output, gathered, layout.has_elevations(), storage);
-    }
-    describe_returns(*output, layout.has_elevations());
-    write_settings(group, *output, input, layout, options, chunk, storage);
-    output->commit();
-  });
+  const std::int64_t returns = finish_output(group, context, *output);
   context.phases.finish = phase.seconds();
   auto summary = summarise(group, context, seconds, std::min(resume.chunks * chunk, layout.shots));
   summary.returns = returns;
