@@ -350,14 +350,24 @@ void write_raw_rows(const std::string& path, std::int64_t file, bool committed,
 
 }  // namespace impl
 
+namespace {
+// A dataset of an uncommitted file that one process alone writes (what
+// `change` does to it, for the message), open.
+Handle open_to_change(const std::string& where, hid_t file, const std::string& name,
+                      bool committed, bool shared, const char* change) {
+  if (committed) throw runtime_error(where + ": the file was already committed");
+  if (shared) throw runtime_error(where + ": " + change + " by one process only");
+  if (!is_dataset(file, name)) throw runtime_error(where + ": create_dataset() it first");
+  return Handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+}
+}  // namespace
+
 void OutputFile::write_compressed_rows(const std::string& dataset, const CompressedRows& rows) {
   QuietErrors quiet;
   const std::string name = absolute(dataset);
   const std::string where = "cannot write " + in_quotes(path_) + ": dataset " + name;
-  if (committed_) throw runtime_error(where + ": the file was already committed");
-  if (shared_) throw runtime_error(where + ": compressed rows are written by one process only");
-  if (!is_dataset(file_, name)) throw runtime_error(where + ": create_dataset() it first");
-  Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  const Handle set =
+      open_to_change(where, file_, name, committed_, shared_, "compressed rows are written");
   Handle creation(H5Dget_create_plist(set.get()), H5Pclose);
   Handle file_space(H5Dget_space(set.get()), H5Sclose);
   const auto dims = extents_in_file(file_space.get());
@@ -396,10 +406,7 @@ void OutputFile::resize_rows(const std::string& dataset, std::size_t rows) {
   QuietErrors quiet;
   const std::string name = absolute(dataset);
   const std::string where = "cannot write " + in_quotes(path_) + ": dataset " + name;
-  if (committed_) throw runtime_error(where + ": the file was already committed");
-  if (shared_) throw runtime_error(where + ": rows are added by one process only");
-  if (!is_dataset(file_, name)) throw runtime_error(where + ": create_dataset() it first");
-  Handle set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  const Handle set = open_to_change(where, file_, name, committed_, shared_, "rows are added");
   Handle space(H5Dget_space(set.get()), H5Sclose);
   auto dims = extents_in_file(space.get());
   if (dims.empty()) throw runtime_error(where + " has no rows to add to");
