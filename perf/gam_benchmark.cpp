@@ -9,6 +9,7 @@
 #include "benchmark_report.hpp"
 
 #include <kpl/compact_basis.hpp>
+#include <kpl/evaluated_basis.hpp>
 #include <kpl/execution_spaces.hpp>
 #include <kpl/gam.hpp>
 #include <kpl/gam_file.hpp>
@@ -121,6 +122,27 @@ void gam_transpose_product(benchmark::State& state, int k) {
   kpl::perf::report_bytes(state, double(basis.bytes() + n * sizeof(double)), Space::name());
 }
 
+// B^T u for all learners from the evaluated basis (kpl/evaluated_basis.hpp):
+// the direct mode's kernel with --basis evaluated; the bytes it must read
+// are x and u.
+template <class Space, class T>
+void gam_evaluated_transpose_product(benchmark::State& state, int k) {
+  using Memory = typename Space::memory_space;
+  const std::int64_t n = state.range(0);
+  const auto [X, y] = device_data<Space, T>(n);
+  const Space space;
+  const std::vector<kpl::BsplineMesh> meshes(covariates, kpl::BsplineMesh{0.0, 1.0, k, 3});
+  const auto basis = kpl::evaluated_bspline_basis<T>(space, "basis", X, meshes);
+  Kokkos::View<double*, Memory> u("u", n), c("c", covariates * k);
+  Kokkos::deep_copy(u, 1.0);
+  kpl::CompactProductWorkspace<Memory> workspace;
+  for (auto _ : state) {
+    kpl::transpose_product(space, basis, u, c, &workspace);
+    space.fence();
+  }
+  kpl::perf::report_bytes(state, double(basis.bytes() + n * sizeof(double)), Space::name());
+}
+
 template <class T>
 const char* precision() {
   return sizeof(T) == 8 ? "double" : "float";
@@ -149,6 +171,20 @@ void register_for() {
         if (k == 32 && mstop == 100) benchmark->Arg(host ? 100000 : 1000000);  // the anchors' n
       }
     }
+  }
+  // The evaluated basis (B^T u from x), direct mode, k = 32: the anchors' n.
+  for (int mstop : {100, 1000}) {
+    if (host && mstop == 1000) continue;
+    auto options = seed_options(32, mstop);
+    options.basis = kpl::GamBasis::evaluated;
+    auto* benchmark = benchmark::RegisterBenchmark(
+        ("gam_fit/evaluated/direct" + suffix + "/k:32/mstop:" + std::to_string(mstop) + "/" +
+         Space::name())
+            .c_str(),
+        [options](benchmark::State& state) { gam_fit<Space, T>(state, options); });
+    benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMillisecond);
+    benchmark->Arg(10000)->Arg(100000);
+    if (!host && mstop == 100) benchmark->Arg(1000000);
   }
   // The mboost anchor's first case: n = 2000, k = 16, mstop = 200.
   for (auto mode : {kpl::GamMode::direct, kpl::GamMode::gram}) {
@@ -186,6 +222,14 @@ void register_for() {
     benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMicrosecond);
     benchmark->Arg(10000)->Arg(100000);
     if (!host) benchmark->Arg(1000000);
+    auto* evaluated = benchmark::RegisterBenchmark(
+        ("gam_kernel/transpose_product_evaluated" + suffix + "/k:" + std::to_string(k) + "/" +
+         Space::name())
+            .c_str(),
+        [k](benchmark::State& state) { gam_evaluated_transpose_product<Space, T>(state, k); });
+    evaluated->ArgName("n")->UseRealTime()->Unit(benchmark::kMicrosecond);
+    evaluated->Arg(10000)->Arg(100000);
+    if (!host) evaluated->Arg(1000000);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <kpl/bspline.hpp>
 #include <kpl/compact_basis.hpp>
 #include <kpl/error.hpp>
+#include <kpl/evaluated_basis.hpp>
 #include <kpl/gam.hpp>
 #include <kpl/gam_file.hpp>
 #include <kpl/gam_penalty.hpp>
@@ -269,6 +270,86 @@ void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
       }
 }
 
+// B^T u from the evaluated basis (kpl/evaluated_basis.hpp), by the space's
+// own strategy and by the GPU one (teams of up to 2 threads, chunks of 700
+// rows, 2 blocks per team), against the dense host product of the textbook
+// basis; covariates reach past the meshes (values above 1). On CPUs the
+// space's own strategy gives the compact basis' bits exactly; everywhere a
+// second call gives the first's bits, and a NaN in u makes every sum NaN
+// (every block's chunk that holds it), as a fit's finite checks expect.
+template <class Space, class T>
+void check_evaluated_products(std::int64_t n, std::int64_t p, int k, int degree) {
+  SCOPED_TRACE("evaluated n " + std::to_string(n) + " p " + std::to_string(p) + " k " +
+               std::to_string(k) + " degree " + std::to_string(degree) +
+               (std::is_same_v<T, float> ? " float" : " double"));
+  using Memory = typename Space::memory_space;
+  Space space;
+  std::mt19937_64 generator(n * 31 + p * 7 + k + degree);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  HostMatrix host_X("X", n, p);
+  HostVector host_u("u", n);
+  std::vector<kpl::BsplineMesh> meshes(p);
+  Kokkos::View<kpl::BsplineMesh*, Kokkos::HostSpace> host_meshes("meshes", p);
+  for (std::int64_t j = 0; j < p; ++j) host_meshes(j) = meshes[j] = {-0.2 * j, 1 + 0.1 * j, k, degree};
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) host_X(i, j) = -0.3 * j - 0.1 + 1.5 * uniform(generator);
+    host_u(i) = uniform(generator) - 0.3;
+  }
+  // The dense reference and the bound of each sum's terms.
+  std::vector<double> expected(p * k, 0.0), magnitude(p * k, 0.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < p; ++j) {
+      const auto row = reference_row(meshes[j], host_X(i, j));
+      for (int a = 0; a < k; ++a) {
+        expected[j * k + a] += double(T(row[a])) * host_u(i);
+        magnitude[j * k + a] += std::fabs(row[a] * host_u(i));
+      }
+    }
+  const auto X = on_device<Space>(host_X);
+  const auto u = on_device<Space>(host_u);
+  const auto basis = kpl::evaluated_bspline_basis<T>(space, "evaluated", X, meshes);
+  const double tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-11;
+  const auto check = [&](const Kokkos::View<double*, Memory>& c, const std::string& strategy) {
+    const auto host_c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c);
+    for (std::int64_t e = 0; e < p * k; ++e)
+      EXPECT_NEAR(host_c(e), expected[e], tolerance * (1 + magnitude[e]))
+          << strategy << " c[" << e << "]";
+    return std::vector<double>(host_c.data(), host_c.data() + host_c.size());
+  };
+  Kokkos::View<double*, Memory> c("c", p * k);
+  kpl::transpose_product(space, basis, u, c);
+  const auto own = check(c, "own strategy");
+  kpl::transpose_product(space, basis, u, c);
+  EXPECT_EQ(check(c, "own strategy, again"), own);
+  if constexpr (kpl::impl::compact_basis_on_host<Space>) {
+    kpl::CompactBasis<T, Memory> compact("compact", p, n, degree + 1, k);
+    kpl::build_bspline_basis(space, on_device<Space>(host_X), on_device<Space>(host_meshes),
+                             compact);
+    kpl::transpose_product(space, compact, u, c);
+    EXPECT_EQ(check(c, "compact basis"), own) << "the CPU sums are the compact basis' own";
+  }
+  const std::int64_t rows_per_team = 700, chunks = (n + rows_per_team - 1) / rows_per_team;
+  Kokkos::View<double*, Memory> partials("partials", p * chunks * k);
+  const kpl::impl::ChunkSums<decltype(c)> sums{c, partials, chunks, k};
+  const auto by_teams = [&](const decltype(u)& weights) {
+    kpl::impl::evaluated_transpose_product_in_fixed_point(
+        space, basis, weights, rows_per_team, sums, std::min(2, space.concurrency()), 2);
+    if (chunks > 1) kpl::impl::add_chunks_in_order(space, partials, p, chunks, k, c);
+  };
+  by_teams(u);
+  const auto teams = check(c, "fixed point");
+  by_teams(u);
+  EXPECT_EQ(check(c, "fixed point, again"), teams);
+  if (n > 0) {
+    auto host_bad = Kokkos::create_mirror_view(u);
+    Kokkos::deep_copy(host_bad, host_u);
+    host_bad(n - 1) = std::numeric_limits<double>::quiet_NaN();
+    by_teams(on_device<Space>(host_bad));
+    const auto host_c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c);
+    for (std::int64_t e = 0; e < p * k; ++e) EXPECT_TRUE(std::isnan(host_c(e))) << "c[" << e << "]";
+  }
+}
+
 // B^T W B in exact parts (kpl::cross_product_parts) over rows [first, first +
 // count) of X, on `grid`: the host copy of parts [3 p k k]. strategy: 0 the
 // space's own, 1 the GPU one with teams of up to 2 threads and chunks of
@@ -412,6 +493,15 @@ KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfNonFiniteAndZeroWeights) {
 KPL_EXECUTION_SPACE_TEST(Gam, TeamStrategiesOfCompactProductsMatchDense) {
   check_team_strategies<TypeParam>(2000, 3, 10, 3);
   check_team_strategies<TypeParam>(300, 2, 7, 2);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, EvaluatedBasisProductsMatchDense) {
+  check_evaluated_products<TypeParam, double>(0, 2, 6, 3);
+  check_evaluated_products<TypeParam, double>(1, 1, 4, 1);
+  check_evaluated_products<TypeParam, double>(3000, 5, 16, 3);
+  check_evaluated_products<TypeParam, double>(1500, 3, 9, 2);
+  check_evaluated_products<TypeParam, float>(2500, 3, 12, 3);
+  check_evaluated_products<TypeParam, double>(900, 2, 100, 3);  // many blocks' sums per team
 }
 
 KPL_EXECUTION_SPACE_TEST(Gam, CompactBasisProductsMatchDense) {
@@ -680,6 +770,15 @@ KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostPspline) {
                                             kpl::GamBasis::compact);
   check_mboost_reference<TypeParam, double>("gam_small_mboost_k24_d2.h5", kpl::GamMode::gram,
                                             kpl::GamBasis::compact);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostWithEvaluatedBasis) {
+  check_mboost_reference<TypeParam, double>("gam_small_mboost_k16_d0.h5", kpl::GamMode::direct,
+                                            kpl::GamBasis::evaluated);
+  check_mboost_reference<TypeParam, double>("gam_small_mboost_k24_d2.h5", kpl::GamMode::direct,
+                                            kpl::GamBasis::evaluated);
+  check_mboost_reference<TypeParam, float>("gam_small_mboost_k24_d2.h5", kpl::GamMode::direct,
+                                           kpl::GamBasis::evaluated);
 }
 
 KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostWithDenseBasisAndGemv) {
@@ -1182,6 +1281,7 @@ KPL_EXECUTION_SPACE_TEST(Gam, SameFitSameSelectionsEveryRun) {
   check_repeatable<TypeParam, double>(kpl::GamBasis::compact);
   check_repeatable<TypeParam, float>(kpl::GamBasis::compact);
   check_repeatable<TypeParam, float>(kpl::GamBasis::dense);
+  check_repeatable<TypeParam, double>(kpl::GamBasis::evaluated);
 }
 
 // Scores that are not finite never win the selection; data that make the

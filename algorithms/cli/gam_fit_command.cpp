@@ -201,7 +201,8 @@ void add_computation_options(CLI::App* app, GamFitArguments& arguments) {
                 "from cross-products, O(p k^2) an iteration");
   gam_bases.add(app, "--basis", arguments.basis,
                 "compact: (first index, degree + 1 values) per row; dense: n x p k, through "
-                "kpl::gemv");
+                "kpl::gemv; evaluated: compact, and B^T u from x every iteration (faster on "
+                "GPUs, slower on CPUs; 8 bytes more per value of X)");
   app->add_option("--gemv", arguments.gemv,
                   "gemv strategy for the dense basis (implies --basis dense)")
       ->check(CLI::IsMember(gemv_strategies.names()));

@@ -536,7 +536,8 @@ GamModel read_gam_model(const std::string& model_path) {
   options.family = named_attribute(file, "family",
                                    {GamFamily::gaussian, GamFamily::binomial, GamFamily::poisson});
   options.mode = named_attribute(file, "mode", {GamMode::direct, GamMode::gram});
-  options.basis = named_attribute(file, "basis", {GamBasis::compact, GamBasis::dense});
+  options.basis = named_attribute(file, "basis",
+                                  {GamBasis::compact, GamBasis::dense, GamBasis::evaluated});
   model.observations = file.read_integer_attribute("/", "observations");
   const auto coefficients = file.read<double, 2>("/coefficients", {true, false});
   const auto boundary = file.read<double, 2>("/boundary", {true, false});

@@ -36,7 +36,12 @@
 namespace kpl {
 
 enum class GamMode { direct, gram };
-enum class GamBasis { compact, dense };
+// compact: per row and covariate the first non-zero column and the d + 1
+// values (kpl/compact_basis.hpp); dense: n x p k, through kpl::gemv;
+// evaluated: the compact basis, and B^T u computed from x every iteration
+// (kpl/evaluated_basis.hpp: a quarter of the bytes, faster on GPUs, slower
+// on CPUs; 8 bytes more per row and covariate of memory).
+enum class GamBasis { compact, dense, evaluated };
 
 struct GamOptions {
   int basis_size = 24;  // k: basis functions per covariate (mboost: knots = k - degree - 1)

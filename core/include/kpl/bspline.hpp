@@ -21,6 +21,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kpl {
@@ -53,11 +54,23 @@ inline void check_bspline_mesh(const BsplineMesh& mesh) {
                                 std::to_string(mesh.upper) + "] is empty or not finite");
 }
 
-// The d + 1 (possibly) non-zero basis values at x, written to values[0..d];
-// returns the index of the function values[0] belongs to. Values at the upper
-// boundary come from the last interval, so the basis is continuous there.
-KOKKOS_INLINE_FUNCTION int bspline_row(const BsplineMesh& mesh, double x, double* values) {
-  const int degree = mesh.degree;
+namespace impl {
+
+// The int a degree argument stands for: a run-time int, or a compile-time
+// std::integral_constant (so that the recursion's loops unroll and its work
+// arrays stay in registers, as a GPU kernel needs).
+KOKKOS_INLINE_FUNCTION constexpr int bspline_degree_value(int degree) { return degree; }
+template <int Degree>
+KOKKOS_INLINE_FUNCTION constexpr int bspline_degree_value(std::integral_constant<int, Degree>) {
+  return Degree;
+}
+
+// bspline_row with the degree given as an int or a compile-time constant
+// (the same operations in the same order either way: the same bits).
+template <class Degree>
+KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double x, double* values,
+                                                 Degree degree_argument) {
+  const int degree = bspline_degree_value(degree_argument);
   const int intervals = mesh.intervals();
   const double spacing = mesh.spacing();
   // The interval holding x and x's position inside it, in [0, 1]; outside the
@@ -114,6 +127,15 @@ KOKKOS_INLINE_FUNCTION int bspline_row(const BsplineMesh& mesh, double x, double
     }
   }
   return interval;
+}
+
+}  // namespace impl
+
+// The d + 1 (possibly) non-zero basis values at x, written to values[0..d];
+// returns the index of the function values[0] belongs to. Values at the upper
+// boundary come from the last interval, so the basis is continuous there.
+KOKKOS_INLINE_FUNCTION int bspline_row(const BsplineMesh& mesh, double x, double* values) {
+  return impl::bspline_row_of_degree(mesh, x, values, mesh.degree);
 }
 
 // The k x k penalty K = D^T D of a P-spline with difference order

@@ -7,6 +7,7 @@
 
 #include <kpl/compact_basis.hpp>
 #include <kpl/error.hpp>
+#include <kpl/evaluated_basis.hpp>
 #include <kpl/gemv.hpp>
 #include <kpl/impl/gam_family.hpp>
 #include <kpl/impl/gam_options.hpp>
@@ -142,6 +143,7 @@ class GamBooster {
         basis_seconds_(other.basis_seconds_),
         meshes_(other.meshes_),
         basis_(other.basis_),
+        evaluated_(other.evaluated_),
         dense_(other.dense_),
         y_(other.y_),
         row_offset_(other.row_offset_) {
@@ -233,6 +235,8 @@ class GamBooster {
                           meshes_.data(), meshes_.size()));
     basis_ = CompactBasis<T, Memory>("kpl::gam::basis", learners_, rows_, options_.degree + 1, k_);
     kpl::build_bspline_basis(space_, X, device_meshes, basis_);
+    if (options_.basis == GamBasis::evaluated)
+      evaluated_ = evaluated_bspline_basis<T>(space_, "kpl::gam::evaluated", X, meshes_);
     if (options_.basis != GamBasis::dense) return;
     dense_ = Kokkos::View<T**, Kokkos::LayoutLeft, Memory>(
         Kokkos::view_alloc(space_, "kpl::gam::dense_basis"), rows_, learners_ * k_);
@@ -289,7 +293,7 @@ class GamBooster {
   // and in Gram mode the cached cross-product blocks.
   std::int64_t device_bytes(int mstop, GamMode mode) const {
     const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
-    std::int64_t bytes = basis_.bytes() + dense_.size() * sizeof(T);
+    std::int64_t bytes = basis_.bytes() + evaluated_.bytes() + dense_.size() * sizeof(T);
     bytes += (y_.size() + f_.size() + u_.size() + c_.size() + 2 * learners_ * block +
               4 * learners_ * block /* gram and its exact parts */ + scores_.size() +
               learners_ * k_ /* coefficients */) *
@@ -329,6 +333,7 @@ class GamBooster {
   double reduction_seconds_ = 0;  // in sum_over_processes, accumulated
   std::vector<BsplineMesh> meshes_;
   CompactBasis<T, Memory> basis_;
+  EvaluatedBasis<T, Memory> evaluated_;  // GamBasis::evaluated only
   Kokkos::View<T**, Kokkos::LayoutLeft, Memory> dense_;
   Vector y_, f_, u_, c_, step_, inverse_, reduction_;
   ConstVector row_offset_;              // empty: none

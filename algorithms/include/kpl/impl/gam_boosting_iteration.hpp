@@ -199,7 +199,9 @@ void GamBooster<ExecutionSpace, T>::compute_gradient_products() {
 // kpl::gemv on the dense one.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::products_from_rows() {
-  if (options_.basis != GamBasis::dense) {
+  if (options_.basis == GamBasis::evaluated) {
+    kpl::transpose_product(space_, evaluated_, u_, c_, &product_workspace_);
+  } else if (options_.basis != GamBasis::dense) {
     kpl::transpose_product(space_, basis_, u_, c_, &product_workspace_);
   } else if constexpr (std::is_same_v<T, double>) {
     gemv(space_, Transpose::yes, 1.0, dense_, u_, 0.0, c_, gemv_workspace_, options_.gemv);

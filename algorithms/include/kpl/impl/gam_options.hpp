@@ -60,6 +60,9 @@ inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOp
                    checked_bytes({learners, rows}, sizeof(int)),
                    options.basis == GamBasis::dense
                        ? checked_bytes({rows, learners, k}, std::uint64_t(element_size))
+                       : 0,
+                   options.basis == GamBasis::evaluated
+                       ? checked_bytes({rows, learners}, sizeof(double))
                        : 0});
   // y, f, u, fold weights and the float copies; c, steps, scores,
   // coefficients; the learners' k x k matrices (Gram, inverse, reduction,
@@ -77,7 +80,7 @@ inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOp
 
 inline std::string to_string(GamMode mode) { return mode == GamMode::direct ? "direct" : "gram"; }
 inline std::string to_string(GamBasis basis) {
-  return basis == GamBasis::compact ? "compact" : "dense";
+  return basis == GamBasis::compact ? "compact" : basis == GamBasis::dense ? "dense" : "evaluated";
 }
 
 // Throws std::invalid_argument for options no data can satisfy.

@@ -1,0 +1,113 @@
+// A B-spline basis kept as its covariates and evaluated where it is read
+// ("matrix-free"): p blocks B_j (n x k, the B-spline basis of mesh j at
+// covariate j, as build_bspline_basis stores them in kpl/compact_basis.hpp),
+// of which only x_j(i) is kept: 8 bytes per row and block instead of the
+// compact basis' index and d + 1 values (36 bytes for cubic splines in
+// double). A product then moves a quarter of the bytes and spends a few
+// flops per row on de Boor's recursion (kpl/bspline.hpp), which a GPU has
+// to spare and a CPU core does not.
+//
+//   EvaluatedBasis<T, Memory> basis(label, X, meshes_on_host)   keeps x
+//   transpose_product(space, basis, u, c)   c_j = B_j^T u, all j
+//
+// T is the precision of the values the products use: each is rounded to T
+// after its evaluation in double, so that the products equal those of the
+// compact basis stored in T (same operations on the same values).
+//
+// Products are deterministic (the same inputs give the same bits on every
+// run): on CPUs one thread per chunk of rows sums in row order, the
+// compact basis' own sums; on GPUs a team's threads add exact fixed-point
+// terms (impl/compact_basis_fixed_point.hpp), each rounded once to 2^-62 of
+// its chunk's bound (rows x width x max |u| x max |value|), and chunks are
+// added in order.
+#pragma once
+
+#include <kpl/bspline.hpp>
+#include <kpl/compact_basis.hpp>
+#include <kpl/impl/evaluated_basis_transpose_product.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kpl {
+
+template <class T, class MemorySpace>
+struct EvaluatedBasis {
+  using value_type = T;
+  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> covariates;  // [p, n], rows fastest
+  Kokkos::View<BsplineMesh*, MemorySpace> meshes;                       // [p]
+  int basis_size = 0;                                                   // k
+  int degree = 3;
+  // The largest |value| over the basis (the fixed-point sums' bound).
+  double value_bound = 0;
+
+  EvaluatedBasis() = default;
+
+  KOKKOS_INLINE_FUNCTION std::int64_t blocks() const { return covariates.extent(0); }
+  KOKKOS_INLINE_FUNCTION std::int64_t rows() const { return covariates.extent(1); }
+  KOKKOS_INLINE_FUNCTION int width() const { return degree + 1; }
+  // Bytes one pass over the basis reads.
+  std::int64_t bytes() const { return static_cast<std::int64_t>(covariates.size() * sizeof(double)); }
+};
+
+// The basis of X [n, p] (any layout, accessible from the execution space) on
+// host_meshes [p] (every mesh with the same k and degree, checked): X copied
+// transposed, rows fastest, so that consecutive GPU threads (rows) read
+// consecutive addresses.
+template <class T, class ExecutionSpace, class XView>
+EvaluatedBasis<T, typename ExecutionSpace::memory_space> evaluated_bspline_basis(
+    const ExecutionSpace& space, const std::string& label, const XView& X,
+    const std::vector<BsplineMesh>& host_meshes) {
+  using Memory = typename ExecutionSpace::memory_space;
+  const std::int64_t rows = X.extent(0), blocks = X.extent(1);
+  if (static_cast<std::int64_t>(host_meshes.size()) != blocks || blocks == 0)
+    throw std::invalid_argument("kpl::evaluated_bspline_basis: X has " + std::to_string(blocks) +
+                                " columns, " + std::to_string(host_meshes.size()) + " meshes");
+  for (const auto& mesh : host_meshes) {
+    check_bspline_mesh(mesh);
+    if (mesh.basis_size != host_meshes[0].basis_size || mesh.degree != host_meshes[0].degree)
+      throw std::invalid_argument(
+          "kpl::evaluated_bspline_basis: the meshes differ in basis size or degree");
+  }
+  EvaluatedBasis<T, Memory> basis;
+  basis.basis_size = host_meshes[0].basis_size;
+  basis.degree = host_meshes[0].degree;
+  basis.covariates = decltype(basis.covariates)(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::covariates"), blocks, rows);
+  basis.meshes = decltype(basis.meshes)(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::meshes"), blocks);
+  Kokkos::deep_copy(space, basis.meshes,
+                    Kokkos::View<const BsplineMesh*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                        host_meshes.data(), host_meshes.size()));
+  impl::transpose_covariates(space, X, basis.covariates);
+  basis.value_bound = impl::evaluated_value_bound<T>(space, basis);
+  return basis;
+}
+
+// c[j k + a] = sum_i B_j(i, a) u(i) for every block j (c: p k values),
+// accumulated in double, the same bits on every run. A workspace keeps the
+// chunks' partial sums between calls.
+template <class ExecutionSpace, class T, class MemorySpace, class UView, class CView>
+void transpose_product(const ExecutionSpace& space, const EvaluatedBasis<T, MemorySpace>& basis,
+                       const UView& u, const CView& c,
+                       CompactProductWorkspace<MemorySpace>* workspace = nullptr) {
+  if (static_cast<std::int64_t>(u.extent(0)) != basis.rows() ||
+      static_cast<std::int64_t>(c.extent(0)) != basis.blocks() * basis.basis_size)
+    throw std::invalid_argument("kpl::transpose_product: u has " + std::to_string(u.extent(0)) +
+                                " values and c " + std::to_string(c.extent(0)) + " for " +
+                                std::to_string(basis.rows()) + " rows and " +
+                                std::to_string(basis.blocks()) + " blocks of " +
+                                std::to_string(basis.basis_size));
+  if (basis.rows() == 0) {
+    Kokkos::deep_copy(space, c, typename CView::non_const_value_type(0));
+    return;
+  }
+  CompactProductWorkspace<MemorySpace> local_workspace;
+  impl::evaluated_transpose_product(space, basis, u, c, workspace ? *workspace : local_workspace);
+}
+
+}  // namespace kpl
