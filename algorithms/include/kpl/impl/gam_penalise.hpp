@@ -1,6 +1,7 @@
 // The GAM's penalties (kpl/gam.hpp, kpl/gam_penalty.hpp): lambda_j from the
 // df, and M_j, R_j, for every learner from its B_j^T W B_j, on the host's
-// threads. Part of kpl/gam.hpp, included after its types.
+// threads (plain ones where Kokkos' host space is Serial). Part of
+// kpl/gam.hpp, included after its types.
 #pragma once
 
 #include <kpl/bspline.hpp>
@@ -9,13 +10,55 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <thread>
 #include <vector>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 namespace kpl {
 namespace impl {
+
+// The CPUs this process may run on: its affinity mask where the system has
+// one (a launcher's binding, taskset, a cgroup's cpuset), else the hardware
+// threads.
+inline int gam_usable_cpus() {
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+#ifdef __linux__
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0)
+    return std::min(hardware, CPU_COUNT(&allowed));
+#endif
+  return hardware;
+}
+
+// Calls work(j) for j in [0, count) on the host's threads: Kokkos' host
+// space where it has several (OpenMP), else plain threads on the CPUs this
+// process may use. A Kokkos built for a GPU often has only Serial on the
+// host, and a fit would then wait for p eigenproblems on one core while the
+// others idle. work must not throw.
+template <class Work>
+void gam_for_each_on_host(std::int64_t count, const Work& work) {
+  const int threads = static_cast<int>(std::min<std::int64_t>(count, gam_usable_cpus()));
+  if (Kokkos::DefaultHostExecutionSpace().concurrency() > 1 || threads <= 1) {
+    Kokkos::parallel_for("kpl::gam::penalties",
+                         Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, count), work);
+    return;
+  }
+  std::vector<std::thread> workers;
+  workers.reserve(threads);
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      for (std::int64_t j = t; j < count; j += threads) work(j);
+    });
+  for (auto& worker : workers) worker.join();
+}
 
 // One k x k problem per learner; host_gram: [p k k] on the host. Throws
 // kpl::input_error naming the first learner whose df no lambda reaches.
@@ -28,18 +71,16 @@ std::vector<LearnerPenalty> gam_learner_penalties(const HostGram& host_gram,
   const auto penalty = difference_penalty(k, options.differences);
   std::vector<LearnerPenalty> penalties(learners);
   std::vector<std::string> errors(learners);
-  Kokkos::parallel_for(
-      "kpl::gam::penalties", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, learners),
-      [&](const std::int64_t j) {
-        try {
-          std::vector<double> gram(block);
-          for (std::int64_t e = 0; e < block; ++e) gram[e] = host_gram(j * block + e);
-          penalties[j] = penalise_learner(gram, penalty, k, options.df, options.df_definition,
-                                          "covariate " + std::to_string(j), options.differences);
-        } catch (const std::exception& error) {
-          errors[j] = error.what();
-        }
-      });
+  gam_for_each_on_host(learners, [&](const std::int64_t j) {
+    try {
+      std::vector<double> gram(block);
+      for (std::int64_t e = 0; e < block; ++e) gram[e] = host_gram(j * block + e);
+      penalties[j] = penalise_learner(gram, penalty, k, options.df, options.df_definition,
+                                      "covariate " + std::to_string(j), options.differences);
+    } catch (const std::exception& error) {
+      errors[j] = error.what();
+    }
+  });
   for (const auto& error : errors)
     if (!error.empty()) throw input_error("kpl::fit_gam: " + error);
   return penalties;
