@@ -16,10 +16,9 @@
 //
 // Products are deterministic (the same inputs give the same bits on every
 // run): on CPUs one thread per chunk of rows sums in row order, the
-// compact basis' own sums; on GPUs a team's threads add exact fixed-point
-// terms (impl/compact_basis_fixed_point.hpp), each rounded once to 2^-62 of
-// its chunk's bound (rows x width x max |u| x max |value|), and chunks are
-// added in order.
+// compact basis' own sums; on GPUs each thread of a team sums its rows into
+// its own column of k sums, the columns are added in thread order and the
+// chunks in chunk order (impl/evaluated_basis_transpose_product.hpp).
 #pragma once
 
 #include <kpl/bspline.hpp>
@@ -42,8 +41,6 @@ struct EvaluatedBasis {
   Kokkos::View<BsplineMesh*, MemorySpace> meshes;                       // [p]
   int basis_size = 0;                                                   // k
   int degree = 3;
-  // The largest |value| over the basis (the fixed-point sums' bound).
-  double value_bound = 0;
 
   EvaluatedBasis() = default;
 
@@ -84,7 +81,6 @@ EvaluatedBasis<T, typename ExecutionSpace::memory_space> evaluated_bspline_basis
                     Kokkos::View<const BsplineMesh*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
                         host_meshes.data(), host_meshes.size()));
   impl::transpose_covariates(space, X, basis.covariates);
-  basis.value_bound = impl::evaluated_value_bound<T>(space, basis);
   return basis;
 }
 
