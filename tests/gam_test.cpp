@@ -21,11 +21,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
 #include <type_traits>
-#include <numeric>
 #include <vector>
 
 namespace {
@@ -290,7 +290,8 @@ void check_evaluated_products(std::int64_t n, std::int64_t p, int k, int degree)
   HostVector host_u("u", n);
   std::vector<kpl::BsplineMesh> meshes(p);
   Kokkos::View<kpl::BsplineMesh*, Kokkos::HostSpace> host_meshes("meshes", p);
-  for (std::int64_t j = 0; j < p; ++j) host_meshes(j) = meshes[j] = {-0.2 * j, 1 + 0.1 * j, k, degree};
+  for (std::int64_t j = 0; j < p; ++j)
+    host_meshes(j) = meshes[j] = {-0.2 * j, 1 + 0.1 * j, k, degree};
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t j = 0; j < p; ++j) host_X(i, j) = -0.3 * j - 0.1 + 1.5 * uniform(generator);
     host_u(i) = uniform(generator) - 0.3;

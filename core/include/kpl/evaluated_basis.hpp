@@ -48,7 +48,9 @@ struct EvaluatedBasis {
   KOKKOS_INLINE_FUNCTION std::int64_t rows() const { return covariates.extent(1); }
   KOKKOS_INLINE_FUNCTION int width() const { return degree + 1; }
   // Bytes one pass over the basis reads.
-  std::int64_t bytes() const { return static_cast<std::int64_t>(covariates.size() * sizeof(double)); }
+  std::int64_t bytes() const {
+    return static_cast<std::int64_t>(covariates.size() * sizeof(double));
+  }
 };
 
 // The basis of X [n, p] (any layout, accessible from the execution space) on
@@ -93,11 +95,10 @@ void transpose_product(const ExecutionSpace& space, const EvaluatedBasis<T, Memo
                        CompactProductWorkspace<MemorySpace>* workspace = nullptr) {
   if (static_cast<std::int64_t>(u.extent(0)) != basis.rows() ||
       static_cast<std::int64_t>(c.extent(0)) != basis.blocks() * basis.basis_size)
-    throw std::invalid_argument("kpl::transpose_product: u has " + std::to_string(u.extent(0)) +
-                                " values and c " + std::to_string(c.extent(0)) + " for " +
-                                std::to_string(basis.rows()) + " rows and " +
-                                std::to_string(basis.blocks()) + " blocks of " +
-                                std::to_string(basis.basis_size));
+    throw std::invalid_argument(
+        "kpl::transpose_product: u has " + std::to_string(u.extent(0)) + " values and c " +
+        std::to_string(c.extent(0)) + " for " + std::to_string(basis.rows()) + " rows and " +
+        std::to_string(basis.blocks()) + " blocks of " + std::to_string(basis.basis_size));
   if (basis.rows() == 0) {
     Kokkos::deep_copy(space, c, typename CView::non_const_value_type(0));
     return;

@@ -34,22 +34,26 @@ void with_bspline_degree(int degree, const Launch& launch) {
     launch(degree);
 }
 
-// covariates(j, i) = X(i, j).
+// covariates(j, i) = X(i, j), one index j n + i per value: consecutive
+// threads write consecutive rows.
 template <class XView, class Covariates>
 struct TransposeCovariates {
   XView X;
   Covariates covariates;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t j, const std::int64_t i) const {
+  std::int64_t rows;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index) const {
+    const std::int64_t j = index / rows, i = index - j * rows;
     covariates(j, i) = static_cast<double>(X(i, j));
   }
 };
 
 template <class ExecutionSpace, class XView, class Covariates>
-void transpose_covariates(const ExecutionSpace& space, const XView& X, const Covariates& covariates) {
-  Kokkos::parallel_for("kpl::evaluated_basis::transpose_covariates",
-                       Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(
-                           space, {0, 0}, {covariates.extent(0), covariates.extent(1)}),
-                       TransposeCovariates<XView, Covariates>{X, covariates});
+void transpose_covariates(const ExecutionSpace& space, const XView& X,
+                          const Covariates& covariates) {
+  Kokkos::parallel_for(
+      "kpl::evaluated_basis::transpose_covariates",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, std::int64_t(covariates.size())),
+      TransposeCovariates<XView, Covariates>{X, covariates, std::int64_t(covariates.extent(1))});
 }
 
 // CPU: one thread per (block, chunk) evaluates and sums the chunk's rows in
@@ -111,7 +115,8 @@ struct EvaluatedTransposeProductByColumns {
 
   // Thread t's terms of block j over rows begin + t, begin + t + T, ...
   KOKKOS_INLINE_FUNCTION void add_rows(std::int64_t j, int thread, int threads, std::int64_t begin,
-                                       std::int64_t end, double* column, std::int64_t stride) const {
+                                       std::int64_t end, double* column,
+                                       std::int64_t stride) const {
     const int width = bspline_degree_value(degree) + 1;
     const BsplineMesh mesh = meshes(j);
     for (int a = 0; a < k; ++a) column[a * stride] = 0;
@@ -178,10 +183,9 @@ void evaluated_transpose_product_by_columns(const ExecutionSpace& space, const B
   const std::int64_t blocks = basis.blocks();
   const std::int64_t groups = (blocks + blocks_per_team - 1) / blocks_per_team;
   with_bspline_degree(basis.degree, [&](auto degree) {
-    using Functor =
-        EvaluatedTransposeProductByColumns<ExecutionSpace, T, decltype(degree),
-                                           decltype(basis.covariates), decltype(basis.meshes),
-                                           UView, Output>;
+    using Functor = EvaluatedTransposeProductByColumns<ExecutionSpace, T, decltype(degree),
+                                                       decltype(basis.covariates),
+                                                       decltype(basis.meshes), UView, Output>;
     const std::size_t bytes =
         Functor::Scratch::shmem_size(std::int64_t(k) * Functor::column_stride(team_size));
     // In shared memory while the sums fit, else in the slower level-1 scratch.
