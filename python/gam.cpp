@@ -85,8 +85,9 @@ GamOptions gam_options(const GamArguments& arguments) {
   options.family = choose("family", arguments.family,
                           {GamFamily::gaussian, GamFamily::binomial, GamFamily::poisson});
   options.mode = choose("mode", arguments.mode, {GamMode::direct, GamMode::gram});
-  options.basis = choose("basis", arguments.basis,
-                         {GamBasis::compact, GamBasis::dense, GamBasis::evaluated});
+  options.basis =
+      choose("basis", arguments.basis,
+             {GamBasis::automatic, GamBasis::compact, GamBasis::dense, GamBasis::evaluated});
   options.gram_refresh = arguments.gram_refresh;
   if (arguments.gemv) {  // as --gemv: implies the dense basis
     options.basis = GamBasis::dense;

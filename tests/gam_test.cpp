@@ -792,6 +792,42 @@ KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostWithEvaluatedBasis) {
                                            kpl::GamBasis::evaluated);
 }
 
+// GamBasis::automatic (the default) is the evaluated basis on GPUs and the
+// compact one on CPUs; a fit records what it used; the memory estimate
+// counts the evaluated basis' copy of X (8 bytes a value) where it is used.
+template <class Space>
+void check_automatic_basis() {
+  constexpr bool host = kpl::impl::runs_on_host_v<Space>;
+  const auto expected = host ? kpl::GamBasis::compact : kpl::GamBasis::evaluated;
+  EXPECT_EQ(kpl::gam_basis_for<Space>(kpl::GamBasis::automatic), expected);
+  for (auto basis : {kpl::GamBasis::compact, kpl::GamBasis::dense, kpl::GamBasis::evaluated})
+    EXPECT_EQ(kpl::gam_basis_for<Space>(basis), basis);
+  kpl::GamOptions options;
+  EXPECT_EQ(options.basis, kpl::GamBasis::automatic);
+  const std::int64_t n = 1000, p = 7;
+  options.basis = kpl::GamBasis::compact;
+  const auto compact = kpl::gam_device_bytes(n, p, options, 8);
+  options.basis = kpl::GamBasis::evaluated;
+  EXPECT_EQ(kpl::gam_device_bytes(n, p, options, 8), compact + n * p * 8);
+  options.basis = kpl::GamBasis::automatic;
+  EXPECT_EQ(kpl::gam_device_bytes(n, p, options, 8), compact + n * p * 8);
+  HostMatrix X("X", n, 2);
+  HostVector y("y", n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    X(i, 0) = std::sin(0.37 * i);
+    X(i, 1) = std::cos(0.11 * i);
+    y(i) = X(i, 0) * X(i, 0) + 0.1 * std::sin(3.0 * i);
+  }
+  options.mstop = 5;
+  const auto model = kpl::fit_gam(Space(), to_device_matrix<double, Space>(X),
+                                  to_device_vector<double, Space>(y), options);
+  EXPECT_EQ(model.options.basis, expected);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, AutomaticBasisIsEvaluatedOnGpusCompactOnCpus) {
+  check_automatic_basis<TypeParam>();
+}
+
 KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostWithDenseBasisAndGemv) {
   check_mboost_reference<TypeParam, double>("gam_small_mboost_k16_d0.h5", kpl::GamMode::direct,
                                             kpl::GamBasis::dense);

@@ -17,8 +17,8 @@ namespace {
 
 struct GamFitArguments {
   std::string input, output, penalty = "pspline", df_definition = "trace2", family = "gaussian",
-                             gemv, mode = "direct", basis = "compact", precision = "double", offset,
-                             cv_weights;
+                             gemv, mode = "direct", basis = "automatic", precision = "double",
+                             offset, cv_weights;
   GamFitFileOptions options;
 };
 
@@ -202,7 +202,8 @@ void add_computation_options(CLI::App* app, GamFitArguments& arguments) {
   gam_bases.add(app, "--basis", arguments.basis,
                 "compact: (first index, degree + 1 values) per row; dense: n x p k, through "
                 "kpl::gemv; evaluated: compact, and B^T u from x every iteration (faster on "
-                "GPUs, slower on CPUs; 8 bytes more per value of X)");
+                "GPUs, slower on CPUs; 8 bytes more per value of X); automatic: evaluated on "
+                "GPUs, compact on CPUs");
   app->add_option("--gemv", arguments.gemv,
                   "gemv strategy for the dense basis (implies --basis dense)")
       ->check(CLI::IsMember(gemv_strategies.names()));

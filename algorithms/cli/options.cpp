@@ -25,7 +25,8 @@ const Choices<PulseOrigin> pulse_origins({PulseOrigin::start, PulseOrigin::cente
 const Choices<GamFamily> gam_families({GamFamily::gaussian, GamFamily::binomial,
                                        GamFamily::poisson});
 const Choices<GamMode> gam_modes({GamMode::direct, GamMode::gram});
-const Choices<GamBasis> gam_bases({GamBasis::compact, GamBasis::dense, GamBasis::evaluated});
+const Choices<GamBasis> gam_bases({GamBasis::automatic, GamBasis::compact, GamBasis::dense,
+                                   GamBasis::evaluated});
 const Choices<GemvStrategy> gemv_strategies({GemvStrategy::automatic, GemvStrategy::thread_per_row,
                                              GemvStrategy::team_per_dot, GemvStrategy::partial_rows,
                                              GemvStrategy::kokkos_kernels});

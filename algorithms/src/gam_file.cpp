@@ -345,12 +345,14 @@ RowBlock plan_fit(const ProcessGroup& group, const hdf5::InputFile& input,
   const auto bytes = [&](const std::string& dataset, std::size_t size) {
     return block_bytes(input, dataset, size, block, n);
   };
+  GamOptions resolved = options.gam;
+  resolved.basis = gam_basis_for<Space>(options.gam.basis);
   ResourceNeeds needs;
   needs.host_bytes =
       checked_sum({bytes("/X", sizeof(double)), bytes("/X", element), bytes("/y", 16)});
   needs.device_bytes =
       checked_sum({bytes("/X", element), bytes("/y", element),
-                   gam_device_bytes(block.count, p, options.gam, element, gam_resamples(options))});
+                   gam_device_bytes(block.count, p, resolved, element, gam_resamples(options))});
   needs.disk_bytes = checked_sum(
       {checked_bytes({std::uint64_t(p), std::uint64_t(options.gam.basis_size) + 4}, 8),
        checked_bytes(
@@ -536,8 +538,8 @@ GamModel read_gam_model(const std::string& model_path) {
   options.family = named_attribute(file, "family",
                                    {GamFamily::gaussian, GamFamily::binomial, GamFamily::poisson});
   options.mode = named_attribute(file, "mode", {GamMode::direct, GamMode::gram});
-  options.basis = named_attribute(file, "basis",
-                                  {GamBasis::compact, GamBasis::dense, GamBasis::evaluated});
+  options.basis = named_attribute(
+      file, "basis", {GamBasis::compact, GamBasis::dense, GamBasis::evaluated, GamBasis::automatic});
   model.observations = file.read_integer_attribute("/", "observations");
   const auto coefficients = file.read<double, 2>("/coefficients", {true, false});
   const auto boundary = file.read<double, 2>("/boundary", {true, false});

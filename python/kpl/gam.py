@@ -20,7 +20,7 @@ the model file reader (kpl::read_gam_model) reads what prediction needs."""
 
 def fit(X, y, *, basis_size=24, degree=3, penalty="pspline", differences=2, df=4.0,
         df_definition="trace2", nu=0.1, mstop=100, family="gaussian", cv=None, cv_seed=1,
-        mode="direct", basis="compact", gemv=None, gram_refresh=100):
+        mode="direct", basis="automatic", gemv=None, gram_refresh=100):
     """Fits a boosted GAM to X [n, p] and y [n] (`kpl gam fit`); returns a Model.
 
     X and y: float32 or float64, the same dtype, which is the precision of the

@@ -155,3 +155,30 @@ def test_predict_model_is_input_file(run, h5, tmp_path, gam_data, gam_model):
     res = run("gam", "predict", "--model", "model.h5", "--input", "x.h5", "--output", "model.h5")
     check(res, 2, r"kpl: bad input: cannot write 'model\.h5': it is the input")
     assert file_bytes(tmp_path / "model.h5") == before
+
+
+def test_basis_choices_record_the_basis_used_and_agree(run, h5, tmp_path, gam_data):
+    """--basis automatic (the default) records the basis it resolved to (compact on
+    CPUs, evaluated on GPUs); the evaluated basis selects the same covariates with
+    the same risks as the compact one; a basis kpl does not have is a usage error."""
+    h5("in.h5", X=gam_data["X"], y=gam_data["y"])
+    fits = {}
+    for basis in ["automatic", "compact", "evaluated"]:
+        res = run("gam", "fit", "--input", "in.h5", "--output", f"{basis}.h5", "--basis", basis,
+                  "--mstop", "30")
+        check(res, 0)
+        with h5py.File(tmp_path / f"{basis}.h5", "r") as f:
+            recorded = f.attrs["basis"]
+            recorded = recorded.decode() if isinstance(recorded, bytes) else recorded
+            on = f.attrs["execution_space"]
+            on = on.decode() if isinstance(on, bytes) else on
+        fits[basis] = (recorded, read_h5(tmp_path / f"{basis}.h5"))
+    on_host = on in ("Serial", "OpenMP", "Threads")
+    assert fits["automatic"][0] == ("compact" if on_host else "evaluated")
+    assert fits["compact"][0] == "compact" and fits["evaluated"][0] == "evaluated"
+    compact, evaluated = fits["compact"][1], fits["evaluated"][1]
+    assert np.array_equal(compact["selected"], evaluated["selected"])
+    assert rel_err(evaluated["risk"], compact["risk"]) < 1e-12
+    check(run("gam", "fit", "--input", "in.h5", "--output", "x.h5", "--basis", "matrix-free"), 1,
+          r"--basis")
+    assert_no_output(tmp_path / "x.h5")

@@ -40,8 +40,10 @@ enum class GamMode { direct, gram };
 // values (kpl/compact_basis.hpp); dense: n x p k, through kpl::gemv;
 // evaluated: the compact basis, and B^T u computed from x every iteration
 // (kpl/evaluated_basis.hpp: a quarter of the bytes, faster on GPUs, slower
-// on CPUs; 8 bytes more per row and covariate of memory).
-enum class GamBasis { compact, dense, evaluated };
+// on CPUs; 8 bytes more per row and covariate of memory); automatic:
+// evaluated where the execution space is a GPU's, compact on CPUs
+// (gam_basis_for; a fitted model records the one it used).
+enum class GamBasis { compact, dense, evaluated, automatic };
 
 struct GamOptions {
   int basis_size = 24;  // k: basis functions per covariate (mboost: knots = k - degree - 1)
@@ -53,7 +55,7 @@ struct GamOptions {
   int mstop = 100;  // boosting iterations
   GamFamily family = GamFamily::gaussian;
   GamMode mode = GamMode::direct;
-  GamBasis basis = GamBasis::compact;
+  GamBasis basis = GamBasis::automatic;
   GemvOptions gemv;        // B^T u and B_s step with the dense basis
   int gram_refresh = 100;  // Gram mode: recompute c, f and the risk this often
   // Gram mode: device memory for cached B_j^T B_s blocks (p k^2 values per

@@ -110,6 +110,7 @@ class GamBooster {
   GamBooster(const ExecutionSpace& space, const XView& X, const YView& y, const GamOptions& options,
              const ProcessGroup& group = single_process())
       : space_(space), options_(options), group_(&group) {
+    options_.basis = gam_basis_for<ExecutionSpace>(options.basis);
     static_assert(XView::rank == 2 && YView::rank == 1, "kpl::fit_gam: X [n, p] and y [n]");
     impl::check_gam_options(options);
     Kokkos::Timer timer;

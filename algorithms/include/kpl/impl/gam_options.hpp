@@ -4,6 +4,7 @@
 #pragma once
 
 #include <kpl/bspline.hpp>
+#include <kpl/execution_spaces.hpp>
 #include <kpl/resources.hpp>
 
 #include <algorithm>
@@ -61,7 +62,7 @@ inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOp
                    options.basis == GamBasis::dense
                        ? checked_bytes({rows, learners, k}, std::uint64_t(element_size))
                        : 0,
-                   options.basis == GamBasis::evaluated
+                   options.basis == GamBasis::evaluated || options.basis == GamBasis::automatic
                        ? checked_bytes({rows, learners}, sizeof(double))
                        : 0});
   // y, f, u, fold weights and the float copies; c, steps, scores,
@@ -80,7 +81,27 @@ inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOp
 
 inline std::string to_string(GamMode mode) { return mode == GamMode::direct ? "direct" : "gram"; }
 inline std::string to_string(GamBasis basis) {
-  return basis == GamBasis::compact ? "compact" : basis == GamBasis::dense ? "dense" : "evaluated";
+  switch (basis) {
+    case GamBasis::compact:
+      return "compact";
+    case GamBasis::dense:
+      return "dense";
+    case GamBasis::evaluated:
+      return "evaluated";
+    default:
+      return "automatic";
+  }
+}
+
+// The basis a fit on ExecutionSpace uses: GamBasis::automatic resolved to
+// the evaluated basis on GPUs (B^T u from x moves a quarter of the bytes and
+// their cores have flops to spare) and to the compact one on CPUs (de Boor's
+// recursion costs a CPU core more than the bytes it saves); others as they
+// are.
+template <class ExecutionSpace>
+GamBasis gam_basis_for(GamBasis basis) {
+  if (basis != GamBasis::automatic) return basis;
+  return impl::runs_on_host_v<ExecutionSpace> ? GamBasis::compact : GamBasis::evaluated;
 }
 
 // Throws std::invalid_argument for options no data can satisfy.
@@ -88,8 +109,10 @@ inline void check_gam_options(const GamOptions& options) { impl::check_gam_optio
 
 // Device memory a fit of n rows and p covariates takes at its peak, the
 // caller's X and y aside, with `folds` cross-validation boosters beside it
-// (0: none); the basis stored in element_size bytes. -1 if the count
-// overflows. For checking a run against the free memory before it starts.
+// (0: none); the basis stored in element_size bytes (GamBasis::automatic
+// counted as the larger evaluated basis: resolve it with gam_basis_for
+// first for the exact figure). -1 if the count overflows. For checking a run against the free
+// memory before it starts.
 inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOptions& options,
                                      std::int64_t element_size, int folds = 0) {
   return impl::gam_device_bytes(n, p, options, element_size, folds);

@@ -113,19 +113,35 @@ struct EvaluatedTransposeProductByColumns {
     return std::int64_t(team_size) + 1;
   }
 
-  // Thread t's terms of block j over rows begin + t, begin + t + T, ...
+  // Row i's terms added to the thread's column.
+  KOKKOS_INLINE_FUNCTION void add_row(int first, const double* row, double weight, double* column,
+                                      std::int64_t stride) const {
+    double* target = column + first * stride;
+    for (int q = 0; q <= bspline_degree_value(degree); ++q)
+      target[q * stride] += double(T(row[q])) * weight;
+  }
+
+  // Thread t's terms of block j over rows begin + t, begin + t + T, ..., in
+  // that order, two rows evaluated at a time: their recursions are
+  // independent, so the second hides the first's latency.
   KOKKOS_INLINE_FUNCTION void add_rows(std::int64_t j, int thread, int threads, std::int64_t begin,
                                        std::int64_t end, double* column,
                                        std::int64_t stride) const {
-    const int width = bspline_degree_value(degree) + 1;
     const BsplineMesh mesh = meshes(j);
     for (int a = 0; a < k; ++a) column[a * stride] = 0;
-    for (std::int64_t i = begin + thread; i < end; i += threads) {
+    std::int64_t i = begin + thread;
+    for (; i + threads < end; i += 2 * threads) {
+      double row[bspline_max_degree + 1], next_row[bspline_max_degree + 1];
+      const int first = bspline_row_of_degree(mesh, covariates(j, i), row, degree);
+      const int next_first =
+          bspline_row_of_degree(mesh, covariates(j, i + threads), next_row, degree);
+      add_row(first, row, u(i), column, stride);
+      add_row(next_first, next_row, u(i + threads), column, stride);
+    }
+    if (i < end) {
       double row[bspline_max_degree + 1];
       const int first = bspline_row_of_degree(mesh, covariates(j, i), row, degree);
-      const double weight = u(i);
-      double* target = column + first * stride;
-      for (int q = 0; q < width; ++q) target[q * stride] += double(T(row[q])) * weight;
+      add_row(first, row, u(i), column, stride);
     }
   }
 
