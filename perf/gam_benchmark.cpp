@@ -72,6 +72,7 @@ kpl::GamOptions seed_options(int k, int mstop) {
   options.df = 1;
   options.df_definition = kpl::DfDefinition::trace;
   options.mstop = mstop;
+  options.basis = kpl::GamBasis::compact;  // rows name their basis; not the automatic choice
   return options;
 }
 
