@@ -122,23 +122,14 @@ struct EvaluatedTransposeProductByColumns {
   }
 
   // Thread t's terms of block j over rows begin + t, begin + t + T, ..., in
-  // that order, two rows evaluated at a time: their recursions are
-  // independent, so the second hides the first's latency.
+  // that order. (Two rows evaluated at a time were slower on the H100: the
+  // registers they need cost more occupancy than their overlap gained.)
   KOKKOS_INLINE_FUNCTION void add_rows(std::int64_t j, int thread, int threads, std::int64_t begin,
                                        std::int64_t end, double* column,
                                        std::int64_t stride) const {
     const BsplineMesh mesh = meshes(j);
     for (int a = 0; a < k; ++a) column[a * stride] = 0;
-    std::int64_t i = begin + thread;
-    for (; i + threads < end; i += 2 * threads) {
-      double row[bspline_max_degree + 1], next_row[bspline_max_degree + 1];
-      const int first = bspline_row_of_degree(mesh, covariates(j, i), row, degree);
-      const int next_first =
-          bspline_row_of_degree(mesh, covariates(j, i + threads), next_row, degree);
-      add_row(first, row, u(i), column, stride);
-      add_row(next_first, next_row, u(i + threads), column, stride);
-    }
-    if (i < end) {
+    for (std::int64_t i = begin + thread; i < end; i += threads) {
       double row[bspline_max_degree + 1];
       const int first = bspline_row_of_degree(mesh, covariates(j, i), row, degree);
       add_row(first, row, u(i), column, stride);
