@@ -113,12 +113,18 @@ struct EvaluatedTransposeProductByColumns {
     return std::int64_t(team_size) + 1;
   }
 
-  // Row i's terms added to the thread's column.
+  // Row i's terms added to the thread's column: the width sums loaded first,
+  // then stored, so that their shared-memory latencies overlap (written as
+  // load-add-store per sum, the compiler keeps the four round trips in
+  // order, as it cannot tell that the addresses differ).
   KOKKOS_INLINE_FUNCTION void add_row(int first, const double* row, double weight, double* column,
                                       std::int64_t stride) const {
+    constexpr int max_width = bspline_max_degree + 1;
+    const int width = bspline_degree_value(degree) + 1;
     double* target = column + first * stride;
-    for (int q = 0; q <= bspline_degree_value(degree); ++q)
-      target[q * stride] += double(T(row[q])) * weight;
+    double sums[max_width];
+    for (int q = 0; q < width; ++q) sums[q] = target[q * stride];
+    for (int q = 0; q < width; ++q) target[q * stride] = sums[q] + double(T(row[q])) * weight;
   }
 
   // Thread t's terms of block j over rows begin + t, begin + t + T, ..., in
