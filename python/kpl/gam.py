@@ -30,7 +30,8 @@ def fit(X, y, *, basis_size=24, degree=3, penalty="pspline", differences=2, df=4
     every learner, df_definition ('trace2': mboost's, or 'trace'), nu, mstop,
     family ('gaussian', 'binomial' with y in {0, 1}, 'poisson'), cv (K: mstop
     chosen in [0, mstop] by K-fold cross-validation, then refitted), cv_seed,
-    mode ('direct' or 'gram'), basis ('compact' or 'dense'), gemv (a gemv
+    mode ('direct' or 'gram'), basis ('automatic': 'evaluated' on GPUs,
+    'compact' on CPUs; or 'compact', 'dense', 'evaluated'), gemv (a gemv
     strategy; implies basis='dense'), gram_refresh. The model equals the one
     `kpl gam fit` writes for the same data and options.
     """
