@@ -65,6 +65,17 @@ KOKKOS_INLINE_FUNCTION constexpr int bspline_degree_value(std::integral_constant
   return Degree;
 }
 
+// Calls launch(degree) with the degree as a compile-time constant for cubic
+// splines (the common case: the recursion unrolls into registers), else as
+// an int; for kernels templated on bspline_row_of_degree's Degree.
+template <class Launch>
+void with_bspline_degree(int degree, const Launch& launch) {
+  if (degree == 3)
+    launch(std::integral_constant<int, 3>());
+  else
+    launch(degree);
+}
+
 // bspline_row with the degree given as an int or a compile-time constant
 // (the same operations in the same order either way: the same bits).
 template <class Degree>

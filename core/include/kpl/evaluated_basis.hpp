@@ -7,8 +7,8 @@
 // flops per row on de Boor's recursion (kpl/bspline.hpp), which a GPU has
 // to spare and a CPU core does not.
 //
-//   EvaluatedBasis<T, Memory> basis(label, X, meshes_on_host)   keeps x
-//   transpose_product(space, basis, u, c)   c_j = B_j^T u, all j
+//   auto basis = evaluated_bspline_basis<T>(space, label, X, meshes)   keeps x
+//   transpose_product(space, basis, u, c)                c_j = B_j^T u, all j
 //
 // T is the precision of the values the products use: each is rounded to T
 // after its evaluation in double, so that the products equal those of the

@@ -38,19 +38,14 @@ struct BuildBsplineRows {
 template <class ExecutionSpace, class XView, class MeshView, class Basis>
 void build_compact_bspline_basis(const ExecutionSpace& space, const XView& X,
                                  const MeshView& meshes, Basis& basis) {
-  const int degree = basis.width() - 1;
-  const auto build = [&](auto degree_argument) {
-    using Functor = BuildBsplineRows<decltype(degree_argument), XView, MeshView,
-                                     decltype(basis.first), decltype(basis.values)>;
+  with_bspline_degree(basis.width() - 1, [&](auto degree) {
+    using Functor = BuildBsplineRows<decltype(degree), XView, MeshView, decltype(basis.first),
+                                     decltype(basis.values)>;
     Kokkos::parallel_for(
         "kpl::compact_basis::build_bspline",
         Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.blocks() * basis.rows()),
-        Functor{X, meshes, basis.first, basis.values, basis.rows(), degree_argument});
-  };
-  if (degree == 3)
-    build(std::integral_constant<int, 3>());
-  else
-    build(degree);
+        Functor{X, meshes, basis.first, basis.values, basis.rows(), degree});
+  });
   basis.value_bound = measured_value_bound(space, basis);
 }
 

@@ -23,17 +23,6 @@
 namespace kpl {
 namespace impl {
 
-// Calls launch(degree) with the degree as a compile-time constant for cubic
-// splines (the common case: the recursion unrolls into registers), else as
-// an int.
-template <class Launch>
-void with_bspline_degree(int degree, const Launch& launch) {
-  if (degree == 3)
-    launch(std::integral_constant<int, 3>());
-  else
-    launch(degree);
-}
-
 // covariates(j, i) = X(i, j), one index j n + i per value: consecutive
 // threads write consecutive rows.
 template <class XView, class Covariates>
