@@ -68,6 +68,25 @@ void kpl_reduce_into_view(benchmark::State& state) {
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
+// The launch shape swept (ReduceOptions::teams and team_size, of 32 lanes on
+// GPUs) for the sum of 2^28 doubles into a device View: the figures behind
+// reduction_shape's choice (impl/reduce_tree.hpp).
+template <class ExecutionSpace>
+void kpl_reduce_shape(benchmark::State& state) {
+  const ExecutionSpace space;
+  const auto values = random_input<ExecutionSpace, double>(state.range(0));
+  Kokkos::View<double, typename ExecutionSpace::memory_space> sum("sum");
+  kpl::ReduceOptions options;
+  options.teams = static_cast<int>(state.range(1));
+  options.team_size = static_cast<int>(state.range(2));
+  for (auto _ : state) {
+    kpl::reduce(space, values, kpl::Sum<double>{}, sum, options);
+    space.fence();
+  }
+  kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(double)),
+                          ExecutionSpace::name());
+}
+
 // The baseline users write today: one parallel_reduce with a built-in reducer.
 template <class ExecutionSpace, class T, Which which>
 void kokkos_parallel_reduce(benchmark::State& state) {
@@ -158,6 +177,14 @@ const bool registered = [] {
     register_pair<Space, float, Which::max>("float", "max");
     register_pair<Space, float, Which::minmax>("float", "minmax");
     const std::string backend = Space::name();
+    if constexpr (!kpl::impl::runs_on_host_v<Space>) {
+      auto* shapes = benchmark::RegisterBenchmark(
+          ("reduce_shape/kpl_into_view/sum/double/" + backend).c_str(), kpl_reduce_shape<Space>);
+      for (std::int64_t teams : {0, 132, 264, 528, 792, 1056, 2112, 4224})
+        for (std::int64_t team_size : {4, 8, 16})
+          shapes->Args({std::int64_t(1) << 28, teams, team_size});
+      shapes->ArgNames({"n", "teams", "team_size"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+    }
     benchmark::RegisterBenchmark(("reduce_rows/kpl/sum/float/" + backend).c_str(),
                                  kpl_matrix_sum<Space, false>)
         ->Arg(4096)
