@@ -161,7 +161,8 @@ struct BenchmarkSpace<Kokkos::Cuda, Timing::graph> {
 #endif
 
 template <class ExecutionSpace, class T, Timing Mode>
-void gemv(benchmark::State& state, Transpose transpose, int strategy, int rows_per_team = 0) {
+void gemv(benchmark::State& state, Transpose transpose, int strategy, int rows_per_team = 0,
+          int threads_per_dot = 0, int team_size = 0) {
   using Memory = typename ExecutionSpace::memory_space;
   const std::int64_t rows = state.range(0), columns = state.range(1);
   const bool normal = transpose == Transpose::no;
@@ -192,7 +193,8 @@ void gemv(benchmark::State& state, Transpose transpose, int strategy, int rows_p
     }
 #endif
   } else {
-    const kpl::GemvOptions options{static_cast<GemvStrategy>(strategy), 0, rows_per_team};
+    const kpl::GemvOptions options{static_cast<GemvStrategy>(strategy), threads_per_dot,
+                                   rows_per_team, team_size};
     time_calls<Mode>(state, space,
                      [&] { kpl::gemv(space, transpose, T(1), A, x, T(0), y, workspace, options); });
   }
@@ -325,6 +327,25 @@ void register_for() {
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
     }
+  }
+  // The GAM's tall, skinny B^T g (n = 1e6, k = 16) through partial_rows'
+  // row-block kernel: segments (GemvOptions::threads_per_dot), rows per
+  // block and threads per team swept, back to back (gemv_stream's timing).
+  if constexpr (!kpl::impl::runs_on_host_v<ExecutionSpace>) {
+    auto* benchmark = benchmark::RegisterBenchmark(
+        ("gemv_shape/T/" + precision + "/partial-rows/" + backend).c_str(),
+        [=](benchmark::State& state) {
+          gemv<ExecutionSpace, T, Timing::stream>(
+              state, Transpose::yes, static_cast<int>(GemvStrategy::partial_rows),
+              int(state.range(3)), int(state.range(2)), int(state.range(4)));
+        });
+    for (std::int64_t segments : {0, 66, 132, 264, 528, 1056})
+      for (std::int64_t rows_per_team : {4, 8, 16})
+        for (std::int64_t team_size : {4, 8})
+          benchmark->Args({1000000, 16, segments, rows_per_team, team_size});
+    benchmark->ArgNames({"rows", "columns", "segments", "rows_per_team", "team_size"})
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
   }
   for (auto strategy : strategies) {
     const std::string suffix =

@@ -69,8 +69,10 @@ void kpl_reduce_into_view(benchmark::State& state) {
 }
 
 // The launch shape swept (ReduceOptions::teams and team_size, of 32 lanes on
-// GPUs) for the sum of 2^28 doubles into a device View: the figures behind
-// reduction_shape's choice (impl/reduce_tree.hpp).
+// GPUs) for the sum of 2^28 doubles, and where the result goes: 0 a device
+// View, 1 the host by Kokkos' inter-team stage (automatic), 2 the host
+// through a device View (atomics, then a copy). The figures behind
+// reduction_shape's and reduce_to_host's choices (impl/reduce_tree.hpp).
 template <class ExecutionSpace>
 void kpl_reduce_shape(benchmark::State& state) {
   const ExecutionSpace space;
@@ -79,9 +81,15 @@ void kpl_reduce_shape(benchmark::State& state) {
   kpl::ReduceOptions options;
   options.teams = static_cast<int>(state.range(1));
   options.team_size = static_cast<int>(state.range(2));
+  const auto result = state.range(3);
+  if (result == 2) options.combine = kpl::cross_team::atomics;
   for (auto _ : state) {
-    kpl::reduce(space, values, kpl::Sum<double>{}, sum, options);
-    space.fence();
+    if (result == 0) {
+      kpl::reduce(space, values, kpl::Sum<double>{}, sum, options);
+      space.fence();
+    } else {
+      benchmark::DoNotOptimize(kpl::reduce(space, values, kpl::Sum<double>{}, options));
+    }
   }
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(double)),
                           ExecutionSpace::name());
@@ -180,10 +188,11 @@ const bool registered = [] {
     if constexpr (!kpl::impl::runs_on_host_v<Space>) {
       auto* shapes = benchmark::RegisterBenchmark(
           ("reduce_shape/kpl_into_view/sum/double/" + backend).c_str(), kpl_reduce_shape<Space>);
-      for (std::int64_t teams : {0, 132, 264, 528, 792, 1056, 2112, 4224})
-        for (std::int64_t team_size : {4, 8, 16})
-          shapes->Args({std::int64_t(1) << 28, teams, team_size});
-      shapes->ArgNames({"n", "teams", "team_size"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+      for (std::int64_t result : {0, 1, 2})
+        for (std::int64_t teams : {0, 1056, 2112, 4224, 8448, 16896})
+          for (std::int64_t team_size : {8, 16})
+            shapes->Args({std::int64_t(1) << 28, teams, team_size, result});
+      shapes->ArgNames({"n", "teams", "team_size", "result"})->UseRealTime()->Unit(benchmark::kMicrosecond);
     }
     benchmark::RegisterBenchmark(("reduce_rows/kpl/sum/float/" + backend).c_str(),
                                  kpl_matrix_sum<Space, false>)

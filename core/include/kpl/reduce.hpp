@@ -22,14 +22,14 @@ namespace kpl {
 // How the per-team results are combined: by one atomic per team (sums; min
 // and max of 4- and 8-byte scalars; min+max of 4-byte scalars) or by a second
 // pass over the per-team results. automatic: atomics where the operation
-// allows them; for results wanted on the host under 2^24 elements, Kokkos'
-// own inter-team stage (one launch, no allocation).
+// allows them; for results wanted on the host, Kokkos' own inter-team stage
+// (one launch, no allocation).
 enum class cross_team { automatic, atomics, second_pass };
 
 struct ReduceOptions {
   cross_team combine = cross_team::automatic;
   int teams = 0;      // 0: chosen from the length and the execution space
-  int team_size = 0;  // threads a team; 0: 1 on CPUs, 8 (of 32 vector lanes) on GPUs
+  int team_size = 0;  // threads a team; 0: 1 on CPUs, 16 (of 32 vector lanes) on GPUs
 };
 
 // Building blocks for a user's own team kernels. vector_reduce reduces

@@ -99,21 +99,32 @@ struct LaunchShape {
   int vector_length;
 };
 
-// GPUs: 8 x 32 = 256 threads a team and enough teams to fill the device
-// once, each thread then looping over a strided range (fewer partial
-// results). CPUs: one thread a team. At least ~16 elements a thread, or the
-// launch costs more than the work. A requested count (> 0) wins.
+// GPUs: 16 x 32 = 512 threads a team and teams for eight times what the
+// device holds at once, each thread looping over a strided range. More teams
+// than fit is what lets a streaming read keep DRAM busy to the end: the
+// scheduler hands the next team to whichever SM frees first, so the last
+// wave is short and even (CUB oversubscribes its grid for the same reason).
+// A single wave left ~5 % of the bandwidth idle (perf/RESULTS.md,
+// reduce_shape). CPUs: one thread a team, one team a thread. At least ~16
+// elements a thread, or the launch costs more than the work. A requested
+// count (> 0) wins.
+inline constexpr int gpu_reduction_team_size = 16;
+inline constexpr std::int64_t gpu_reduction_waves = 8;
+
 template <class ExecutionSpace>
 LaunchShape reduction_shape(const ExecutionSpace& space, std::int64_t length, int requested_teams,
                             int requested_team_size = 0) {
   LaunchShape shape{1, 1, 1};
+  std::int64_t waves = 1;
   if constexpr (!runs_on_host_v<ExecutionSpace>) {
-    shape.team_size = 8;
+    shape.team_size = gpu_reduction_team_size;
     shape.vector_length = 32;
+    waves = gpu_reduction_waves;
   }
   if (requested_team_size > 0) shape.team_size = requested_team_size;
   const std::int64_t threads_per_team = std::int64_t(shape.team_size) * shape.vector_length;
-  const std::int64_t fill = std::max<std::int64_t>(1, space.concurrency() / threads_per_team);
+  const std::int64_t fill =
+      waves * std::max<std::int64_t>(1, space.concurrency() / threads_per_team);
   const std::int64_t useful = (length + 16 * threads_per_team - 1) / (16 * threads_per_team);
   shape.teams = static_cast<int>(std::max<std::int64_t>(1, std::min(fill, useful)));
   if (requested_teams > 0) shape.teams = requested_teams;
@@ -254,13 +265,6 @@ void reduce_into_view(const ExecutionSpace& space, const InputView& input, const
   }
 }
 
-// Inputs from this length on go through a device result with atomics or a
-// second pass even for a host result: their kernel is faster there and the
-// fixed cost (allocation, initialisation, copy) small beside it
-// (perf/RESULTS.md); shorter ones use Kokkos' inter-team stage (one launch,
-// no allocation).
-inline constexpr std::int64_t large_reduction = std::int64_t(1) << 24;
-
 // The whole tree, its value returned on the host (fenced).
 template <class ExecutionSpace, class InputView, class Op>
 typename Op::value_type reduce_to_host(const ExecutionSpace& space, const InputView& input,
@@ -269,7 +273,10 @@ typename Op::value_type reduce_to_host(const ExecutionSpace& space, const InputV
   using value_type = typename Op::value_type;
   const auto length = static_cast<std::int64_t>(input.extent(0));
   value_type value;
-  if (options.combine != cross_team::automatic || length >= large_reduction) {
+  // automatic: Kokkos' inter-team stage, which reuses Kokkos' buffers and
+  // returns the value through pinned host memory; a device result would
+  // cost an allocation, a release and a copy per call (perf/RESULTS.md).
+  if (options.combine != cross_team::automatic) {
     Kokkos::View<value_type, MemorySpace> result(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::result"));
     reduce_into_view(space, input, op, result, options);
