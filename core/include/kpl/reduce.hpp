@@ -22,8 +22,8 @@ namespace kpl {
 // How the per-team results are combined: by one atomic per team (sums; min
 // and max of 4- and 8-byte scalars; min+max of 4-byte scalars) or by a second
 // pass over the per-team results. automatic: atomics where the operation
-// allows them; for results wanted on the host, Kokkos' own inter-team stage
-// (one launch, no allocation).
+// allows them; for results wanted on the host under 2^24 elements, Kokkos'
+// own inter-team stage (one launch, no allocation).
 enum class cross_team { automatic, atomics, second_pass };
 
 struct ReduceOptions {

@@ -104,22 +104,22 @@ struct LaunchShape {
 // than fit is what lets a streaming read keep DRAM busy to the end: the
 // scheduler hands the next team to whichever SM frees first, so the last
 // wave is short and even (CUB oversubscribes its grid for the same reason).
-// A single wave left ~5 % of the bandwidth idle (perf/RESULTS.md,
+// A single wave left a few per cent of the bandwidth idle (perf/RESULTS.md,
 // reduce_shape). CPUs: one thread a team, one team a thread. At least ~16
 // elements a thread, or the launch costs more than the work. A requested
 // count (> 0) wins.
 inline constexpr int gpu_reduction_team_size = 16;
-inline constexpr std::int64_t gpu_reduction_waves = 8;
+inline constexpr int gpu_reduction_waves = 8;
 
 template <class ExecutionSpace>
 LaunchShape reduction_shape(const ExecutionSpace& space, std::int64_t length, int requested_teams,
-                            int requested_team_size = 0) {
+                            int requested_team_size = 0, int gpu_waves = gpu_reduction_waves) {
   LaunchShape shape{1, 1, 1};
   std::int64_t waves = 1;
   if constexpr (!runs_on_host_v<ExecutionSpace>) {
     shape.team_size = gpu_reduction_team_size;
     shape.vector_length = 32;
-    waves = gpu_reduction_waves;
+    waves = gpu_waves;
   }
   if (requested_team_size > 0) shape.team_size = requested_team_size;
   const std::int64_t threads_per_team = std::int64_t(shape.team_size) * shape.vector_length;
@@ -265,6 +265,14 @@ void reduce_into_view(const ExecutionSpace& space, const InputView& input, const
   }
 }
 
+// Inputs from this length on go through a device result with atomics or a
+// second pass even for a host result: Kokkos' inter-team stage costs more
+// than the allocation, initialisation and copy there, and more the more
+// teams it combines, so it runs one device-full of teams, not eight
+// (perf/RESULTS.md, reduce_shape: result 1 against 2). Shorter inputs use
+// it: one launch, no allocation.
+inline constexpr std::int64_t large_reduction = std::int64_t(1) << 24;
+
 // The whole tree, its value returned on the host (fenced).
 template <class ExecutionSpace, class InputView, class Op>
 typename Op::value_type reduce_to_host(const ExecutionSpace& space, const InputView& input,
@@ -273,10 +281,7 @@ typename Op::value_type reduce_to_host(const ExecutionSpace& space, const InputV
   using value_type = typename Op::value_type;
   const auto length = static_cast<std::int64_t>(input.extent(0));
   value_type value;
-  // automatic: Kokkos' inter-team stage, which reuses Kokkos' buffers and
-  // returns the value through pinned host memory; a device result would
-  // cost an allocation, a release and a copy per call (perf/RESULTS.md).
-  if (options.combine != cross_team::automatic) {
+  if (options.combine != cross_team::automatic || length >= large_reduction) {
     Kokkos::View<value_type, MemorySpace> result(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::result"));
     reduce_into_view(space, input, op, result, options);
@@ -285,7 +290,7 @@ typename Op::value_type reduce_to_host(const ExecutionSpace& space, const InputV
     space.fence();
     return value;
   }
-  const auto shape = reduction_shape(space, length, options.teams, options.team_size);
+  const auto shape = reduction_shape(space, length, options.teams, options.team_size, 1);
   const auto teams =
       team_kernel<ExecutionSpace>(input, op, Kokkos::View<value_type, MemorySpace>(),
                                   Kokkos::View<value_type*, MemorySpace>(), false, shape);
