@@ -46,12 +46,14 @@ struct ReduceShare {
     if (data != nullptr) {
       const Chunk* chunks = reinterpret_cast<const Chunk*>(data);
       const std::int64_t chunk_count = length / chunk;
+      // Each chunk is read once: evict-first loads on CUDA (load_pack_read_once).
+      const auto load = [&](std::int64_t k) { return load_pack_read_once<chunk>(data + k * chunk); };
       std::int64_t c = thread;
       for (; c + 3 * threads < chunk_count; c += 4 * threads) {
-        const Chunk a = chunks[c];
-        const Chunk b = chunks[c + threads];
-        const Chunk d = chunks[c + 2 * threads];
-        const Chunk e = chunks[c + 3 * threads];
+        const Chunk a = load(c);
+        const Chunk b = load(c + threads);
+        const Chunk d = load(c + 2 * threads);
+        const Chunk e = load(c + 3 * threads);
         combine_chunk(a, c, value);
         combine_chunk(b, c + threads, value);
         combine_chunk(d, c + 2 * threads, value);
