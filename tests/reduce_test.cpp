@@ -184,6 +184,45 @@ void check_float_sum_of_two_to_the_28() {
   EXPECT_LE(std::abs(sum - exact) / exact, 1e-6) << "sum " << sum << " exact " << exact;
 }
 
+// Past 2^24 elements: the GPU launch shape runs several device-fulls of
+// teams (reduce_tree.hpp's reduction_shape) and a host result goes through a
+// device one. Integers and small whole doubles add exactly in any order, so
+// every path must return the closed form; 5 extra elements leave a tail
+// outside the 16-byte chunks.
+template <class ExecutionSpace>
+void check_exact_sums_past_two_to_the_24() {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  const ExecutionSpace space;
+  const std::int64_t length = (std::int64_t(1) << 24) + 5;
+  Kokkos::View<std::int64_t*, MemorySpace> counts(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "counts"), length);
+  Kokkos::View<double*, MemorySpace> residues(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "residues"), length);
+  Kokkos::parallel_for(
+      "kpl::test::fill_counts", Kokkos::RangePolicy<ExecutionSpace>(space, 0, length),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        counts(i) = i;
+        residues(i) = double(i % 1024);
+      });
+  const std::int64_t count_sum = length * (length - 1) / 2;
+  const std::int64_t whole_blocks = length / 1024, rest = length % 1024;
+  const double residue_sum =
+      double(whole_blocks) * (1023.0 * 1024.0 / 2.0) + double(rest * (rest - 1) / 2);
+  for (const auto combine :
+       {kpl::cross_team::automatic, kpl::cross_team::atomics, kpl::cross_team::second_pass}) {
+    SCOPED_TRACE("combine " + std::to_string(int(combine)));
+    const kpl::ReduceOptions options{combine};
+    EXPECT_EQ(kpl::reduce(space, counts, kpl::Sum<std::int64_t>{}, options), count_sum);
+    EXPECT_EQ(kpl::reduce(space, counts, kpl::Max<std::int64_t>{}, options), length - 1);
+    EXPECT_EQ(kpl::reduce(space, residues, kpl::Sum<double>{}, options), residue_sum);
+    Kokkos::View<double, MemorySpace> device_sum("device_sum");
+    kpl::reduce(space, residues, kpl::Sum<double>{}, device_sum, options);
+    double from_device = 0;
+    Kokkos::deep_copy(from_device, device_sum);
+    EXPECT_EQ(from_device, residue_sum);
+  }
+}
+
 // The building blocks inside a user's own team kernel: each team reduces one
 // row with vector_reduce and team_reduce.
 template <class ExecutionSpace>
@@ -328,6 +367,9 @@ KPL_EXECUTION_SPACE_TEST(Reduce, DeviceResultStridedInputAndTeamCounts) {
 }
 KPL_EXECUTION_SPACE_TEST(Reduce, FloatSumOfTwoToThe28IsAccurate) {
   check_float_sum_of_two_to_the_28<TypeParam>();
+}
+KPL_EXECUTION_SPACE_TEST(Reduce, ExactSumsPastTwoToThe24OnEveryPath) {
+  check_exact_sums_past_two_to_the_24<TypeParam>();
 }
 KPL_EXECUTION_SPACE_TEST(Reduce, TeamBuildingBlocks) { check_team_building_blocks<TypeParam>(); }
 

@@ -19,8 +19,11 @@ namespace kpl::impl {
 // The input of one reduction and how one thread (lane) accumulates its share
 // of it. Input is a View or any callable input(i) returning Op::input_type;
 // data, when not null, is the same input as contiguous 16-byte aligned
-// memory (read in chunks).
-template <class Op, class Input>
+// memory (read in chunks). ReadOnce: the input is streamed once, as by
+// kpl::reduce over a whole View, so GPUs load it evict-first
+// (load_pack_read_once); a team's reduction inside a user's kernel keeps
+// plain loads, since the caller may read the same data again.
+template <class Op, class Input, bool ReadOnce = false>
 struct ReduceShare {
   using value_type = typename Op::value_type;
   using input_type = typename Op::input_type;
@@ -46,8 +49,13 @@ struct ReduceShare {
     if (data != nullptr) {
       const Chunk* chunks = reinterpret_cast<const Chunk*>(data);
       const std::int64_t chunk_count = length / chunk;
-      // Each chunk is read once: evict-first loads on CUDA (load_pack_read_once).
-      const auto load = [&](std::int64_t k) { return load_pack_read_once<chunk>(data + k * chunk); };
+      const auto load = [&](std::int64_t k) {
+        if constexpr (ReadOnce) {
+          return load_pack_read_once<chunk>(data + k * chunk);
+        } else {
+          return chunks[k];
+        }
+      };
       std::int64_t c = thread;
       for (; c + 3 * threads < chunk_count; c += 4 * threads) {
         const Chunk a = load(c);
@@ -107,11 +115,10 @@ struct ReduceShare {
 // [first_thread, first_thread + team_size * lanes) of `threads` that share
 // the input: every thread of the team returns the team's value. The team
 // reduction synchronises the team; it does not order other memory accesses.
-template <bool Host, class Member, class Op, class Input>
-KOKKOS_INLINE_FUNCTION typename Op::value_type team_tree_value(const Member& member,
-                                                               const ReduceShare<Op, Input>& share,
-                                                               std::int64_t first_thread,
-                                                               std::int64_t threads, int lanes) {
+template <bool Host, class Member, class Op, class Input, bool ReadOnce>
+KOKKOS_INLINE_FUNCTION typename Op::value_type team_tree_value(
+    const Member& member, const ReduceShare<Op, Input, ReadOnce>& share, std::int64_t first_thread,
+    std::int64_t threads, int lanes) {
   using value_type = typename Op::value_type;
   value_type thread_value;
   // Levels 1 and 2: every lane accumulates its elements, then the lanes combine.

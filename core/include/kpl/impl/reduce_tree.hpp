@@ -139,7 +139,7 @@ struct ReduceTeams {
   // Not named value_type: Kokkos 3.4 would take the functor for the reducer.
   using team_value_type = typename Op::value_type;
 
-  ReduceShare<Op, InputView> share;  // op, the input and its aligned data
+  ReduceShare<Op, InputView, true> share;  // op, the input (streamed once) and its aligned data
   ResultView result;
   PartialView partials;
   bool use_atomics;
