@@ -16,6 +16,7 @@
 
 #include <kpl/impl/kokkos_compat.hpp>
 #include <kpl/impl/nnls_storage.hpp>
+#include <kpl/impl/nnls_team_ops.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -57,16 +58,14 @@ KOKKOS_INLINE_FUNCTION void givens_rotation(const GivensScratch<T>& g, int j, T 
   g.r[std::int64_t(j) * g.ld + j + 1] = T(0);
 }
 
-// R's columns p+1..k-1 move one to the left and P-hat's entries with them.
-// Each thread owns rows of R, so shifting in place has no race. Sixteen
-// loads are issued before their stores: one by one, each store may
-// overwrite the next load's source as far as the compiler knows.
-template <class Batch>
-KOKKOS_INLINE_FUNCTION void shift_out_of_passive_set(
-    const typename Batch::Member& member, const Batch& batch,
-    const NnlsSystemStorage<typename Batch::value_type>& s, int p, int k) {
-  using T = typename Batch::value_type;
-  const int ld = batch.parameters.max_passive;
+// R's columns p+1..k-1 move one to the left, on GPUs row by row: each
+// thread owns rows of R, so shifting in place has no race. Sixteen loads are
+// issued before their stores: one by one, each store may overwrite the next
+// load's source as far as the compiler knows.
+template <class Member, class T>
+KOKKOS_INLINE_FUNCTION void shift_columns_row_by_row(const Member& member,
+                                                     const NnlsSystemStorage<T>& s, int p, int k,
+                                                     int ld) {
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k), [&](int row) {
     int column = p;
     for (; column + 16 < k; column += 16) {
@@ -77,6 +76,24 @@ KOKKOS_INLINE_FUNCTION void shift_out_of_passive_set(
     for (; column < k - 1; ++column)
       s.r[std::int64_t(column) * ld + row] = s.r[std::int64_t(column + 1) * ld + row];
   });
+}
+
+// R's columns p+1..k-1 move one to the left and P-hat's entries with them.
+template <class Batch>
+KOKKOS_INLINE_FUNCTION void shift_out_of_passive_set(
+    const typename Batch::Member& member, const Batch& batch,
+    const NnlsSystemStorage<typename Batch::value_type>& s, int p, int k) {
+  const int ld = batch.parameters.max_passive;
+  if constexpr (runs_on_host_v<typename Batch::execution_space>) {
+    // CPUs: column by column, each a contiguous copy of the thread's rows
+    // (row by row, every element is a column's length away from the last).
+    const OwnPart part = own_part(member, k);
+    for (int column = p; column < k - 1; ++column)
+      copy_run(s.r + std::int64_t(column + 1) * ld + part.begin,
+               s.r + std::int64_t(column) * ld + part.begin, part.end - part.begin);
+  } else {
+    shift_columns_row_by_row(member, s, p, k, ld);
+  }
   Kokkos::single(Kokkos::PerTeam(member), [&] {
     s.position[s.passive[p]] = not_passive;
     for (int q = p; q < k - 1; ++q) {
@@ -118,6 +135,19 @@ KOKKOS_INLINE_FUNCTION void rotate_hessenberg_band(const Member& member, const G
   }
 }
 
+// One rotation on a CPU's run of rows: column = c carried + s next, carried =
+// -s carried + c next (restrict-qualified, so the loop may use vector
+// instructions).
+template <class T>
+KOKKOS_INLINE_FUNCTION void rotate_run(const T* KOKKOS_RESTRICT next, T* KOKKOS_RESTRICT column,
+                                       T* KOKKOS_RESTRICT carried, T cosine, T sine, int count) {
+  for (int r = 0; r < count; ++r) {
+    const T bottom = next[r];
+    column[r] = cosine * carried[r] + sine * bottom;
+    carried[r] = -sine * carried[r] + cosine * bottom;
+  }
+}
+
 // The rotations p..k-2 applied to u = Q^T b (one thread) and to Q's
 // columns p..k-1 (one row per lane, eight loads in flight).
 template <class Batch>
@@ -138,6 +168,26 @@ KOKKOS_INLINE_FUNCTION void rotate_q_and_u(
     }
     s.q_transpose_b[k - 1] = top;
   });
+  if constexpr (runs_on_host_v<typename Batch::execution_space>) {
+    // CPUs: a block of rows at a time, rotation by rotation, so the
+    // innermost loop runs down Q's columns (contiguous: vector
+    // instructions); each row still sees the rotations in order, with the
+    // same arithmetic as below.
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(member, cpu_row_blocks(m)), [&](std::int64_t block) {
+          const std::int64_t begin = block * cpu_row_block;
+          const int count = cpu_rows_in_block(m, begin);
+          T carried[cpu_row_block];
+          for (int r = 0; r < count; ++r) carried[r] = s.q[std::int64_t(p) * m + begin + r];
+          for (int j = p; j < k - 1; ++j) {
+            T* column = s.q + std::int64_t(j) * m + begin;
+            rotate_run(column + m, column, carried, cosines[j], sines[j], count);
+          }
+          for (int r = 0; r < count; ++r) s.q[std::int64_t(k - 1) * m + begin + r] = carried[r];
+        });
+    member.team_barrier();
+    return;
+  }
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m), [&](std::int64_t i) {
     T carried = s.q[std::int64_t(p) * m + i];
     int j = p;

@@ -29,6 +29,26 @@ KOKKOS_INLINE_FUNCTION void subtract_passive_product(
   using T = typename Batch::value_type;
   using Accumulator = typename Batch::Accumulator;
   const std::int64_t x_stride = batch.outputs.x_column_stride;
+  if constexpr (runs_on_host_v<typename Batch::execution_space>) {
+    // CPUs: a block of rows at a time, its sums kept in a local array while
+    // the passive columns go by, so the innermost loop runs down a column
+    // (contiguous: vector instructions) instead of across the columns.
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(member, cpu_row_blocks(length)), [&](std::int64_t block) {
+          const std::int64_t begin = block * cpu_row_block;
+          const int count = cpu_rows_in_block(length, begin);
+          Accumulator sums[cpu_row_block];
+          for (int r = 0; r < count; ++r) sums[r] = Accumulator(base(begin + r));
+          for (int p = 0; p < passive_count; ++p) {
+            const int j = s.passive[p];
+            const Accumulator x_j = Accumulator(x[j * x_stride]);
+            for (int r = 0; r < count; ++r) sums[r] -= Accumulator(entry(begin + r, j)) * x_j;
+          }
+          for (int r = 0; r < count; ++r) target[begin + r] = T(sums[r]);
+        });
+    member.team_barrier();
+    return;
+  }
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, length), [&](std::int64_t i) {
     // Sixteen loads in flight, four independent partial sums.
     Accumulator value[4] = {Accumulator(base(i)), 0, 0, 0};

@@ -59,8 +59,7 @@ KOKKOS_INLINE_FUNCTION void project_out_one_by_one(
     const T* q = s.q + std::int64_t(p) * m;
     const T projection = T(nnls_team_sum<Accumulator>(
         member, m, [&](std::int64_t i) { return q[i] * s.candidate[i]; }));
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, m),
-                         [&](std::int64_t i) { s.candidate[i] -= projection * q[i]; });
+    nnls_team_subtract_scaled(member, m, projection, q, s.candidate);
     Kokkos::single(Kokkos::PerTeam(member), [&] { r_column[p] += projection; });
     member.team_barrier();
   }

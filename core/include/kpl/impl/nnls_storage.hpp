@@ -25,6 +25,17 @@
 namespace kpl {
 namespace impl {
 
+// CPU loops over a system's rows (or columns) in blocks of this many: a
+// block's running values fit a local array (and L1) while the loop over
+// columns goes by, and the innermost loop runs along contiguous memory.
+inline constexpr int cpu_row_block = 64;
+KOKKOS_INLINE_FUNCTION std::int64_t cpu_row_blocks(std::int64_t length) {
+  return (length + cpu_row_block - 1) / cpu_row_block;
+}
+KOKKOS_INLINE_FUNCTION int cpu_rows_in_block(std::int64_t length, std::int64_t begin) {
+  return static_cast<int>(length - begin < cpu_row_block ? length - begin : cpu_row_block);
+}
+
 // Everything one team needs about its system's workspace.
 template <class T>
 struct NnlsSystemStorage {

@@ -4,7 +4,7 @@
 // vector lanes reduce several columns against one row vector at once.
 #pragma once
 
-#include <kpl/reduce.hpp>
+#include <kpl/impl/team_member.hpp>
 #include <kpl/reduce.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -54,11 +54,77 @@ KOKKOS_INLINE_FUNCTION void synchronize_vector_lanes() {
 #endif
 }
 
+// CPUs: the calling thread's own contiguous part of [0, count), one part
+// per thread of the team. A plain loop over it runs along memory, keeps no
+// per-element reduction machinery and lets the compiler use vector
+// instructions (Kokkos' team ranges on host backends call the body one
+// element at a time, through the reduction's reference).
+struct OwnPart {
+  std::int64_t begin, end;
+};
+template <class Member>
+KOKKOS_INLINE_FUNCTION OwnPart own_part(const Member& member, std::int64_t count) {
+  const std::int64_t rank = member.team_rank(), size = member.team_size();
+  return {count * rank / size, count * (rank + 1) / size};
+}
+
+// f(i) for every i < count, spread over the whole team (each index once);
+// no barrier.
+template <class Member, class F>
+KOKKOS_INLINE_FUNCTION void nnls_team_for(const Member& member, std::int64_t count, const F& f) {
+  if constexpr (runs_on_host_v<member_execution_space_t<Member>>) {
+    const OwnPart part = own_part(member, count);
+    for (std::int64_t i = part.begin; i < part.end; ++i) f(i);
+  } else {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count), f);
+  }
+}
+
+// The CPU loops below on restrict-qualified runs: the compiler may then use
+// vector instructions without checking at run time whether the two overlap.
+template <class T>
+KOKKOS_INLINE_FUNCTION void subtract_scaled_run(const T* KOKKOS_RESTRICT source,
+                                                T* KOKKOS_RESTRICT target, T factor,
+                                                std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) target[i] -= factor * source[i];
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION void copy_run(const T* KOKKOS_RESTRICT source, T* KOKKOS_RESTRICT target,
+                                     std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) target[i] = source[i];
+}
+
+// target[i] -= factor * source[i] for i < count over the whole team (target
+// and source do not overlap); no barrier.
+template <class Member, class T>
+KOKKOS_INLINE_FUNCTION void nnls_team_subtract_scaled(const Member& member, std::int64_t count,
+                                                      T factor, const T* source, T* target) {
+  if constexpr (runs_on_host_v<member_execution_space_t<Member>>) {
+    const OwnPart part = own_part(member, count);
+    subtract_scaled_run(source + part.begin, target + part.begin, factor, part.end - part.begin);
+  } else {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count),
+                         [&](std::int64_t i) { target[i] -= factor * source[i]; });
+  }
+}
+
 // sum over i < count of element(i), over the whole team; every thread
-// receives the total.
+// receives the total. CPUs: four independent partial sums per thread (one
+// chain would wait on each add), then the team's.
 template <class Accumulator, class Member, class Element>
 KOKKOS_INLINE_FUNCTION Accumulator nnls_team_sum(const Member& member, std::int64_t count,
                                                  const Element& element) {
+  if constexpr (runs_on_host_v<member_execution_space_t<Member>>) {
+    const OwnPart part = own_part(member, count);
+    Accumulator sums[4] = {0, 0, 0, 0};
+    std::int64_t i = part.begin;
+    for (; i + 3 < part.end; i += 4)
+      for (int u = 0; u < 4; ++u) sums[u] += Accumulator(element(i + u));
+    for (; i < part.end; ++i) sums[0] += Accumulator(element(i));
+    Accumulator total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+    if (member.team_size() > 1) member.team_reduce(Kokkos::Sum<Accumulator>(total));
+    return total;
+  }
   Accumulator total = 0;
   Kokkos::parallel_reduce(
       Kokkos::TeamVectorRange(member, count),
