@@ -139,13 +139,19 @@ KOKKOS_INLINE_FUNCTION void rotate_hessenberg_band(const Member& member, const G
 // -s carried + c next (restrict-qualified, so the loop may use vector
 // instructions).
 template <class T>
+KOKKOS_INLINE_FUNCTION void rotate_row(const T* KOKKOS_RESTRICT next, T* KOKKOS_RESTRICT column,
+                                       T* KOKKOS_RESTRICT carried, T cosine, T sine, int r) {
+  const T bottom = next[r], top = carried[r];
+  column[r] = cosine * top + sine * bottom;
+  carried[r] = -sine * top + cosine * bottom;
+}
+template <class T>
 KOKKOS_INLINE_FUNCTION void rotate_run(const T* KOKKOS_RESTRICT next, T* KOKKOS_RESTRICT column,
                                        T* KOKKOS_RESTRICT carried, T cosine, T sine, int count) {
-  for (int r = 0; r < count; ++r) {
-    const T bottom = next[r];
-    column[r] = cosine * carried[r] + sine * bottom;
-    carried[r] = -sine * carried[r] + cosine * bottom;
-  }
+  int r = 0;
+  for (; r + 3 < count; r += 4)  // four independent rows a step (see subtract_scaled_run)
+    for (int u = 0; u < 4; ++u) rotate_row(next, column, carried, cosine, sine, r + u);
+  for (; r < count; ++r) rotate_row(next, column, carried, cosine, sine, r);
 }
 
 // The rotations p..k-2 applied to u = Q^T b (one thread) and to Q's

@@ -42,7 +42,10 @@ KOKKOS_INLINE_FUNCTION void subtract_passive_product(
           for (int p = 0; p < passive_count; ++p) {
             const int j = s.passive[p];
             const Accumulator x_j = Accumulator(x[j * x_stride]);
-            for (int r = 0; r < count; ++r) sums[r] -= Accumulator(entry(begin + r, j)) * x_j;
+            int r = 0;
+            for (; r + 3 < count; r += 4)  // four a step: see subtract_scaled_run
+              for (int u = 0; u < 4; ++u) sums[r + u] -= Accumulator(entry(begin + r + u, j)) * x_j;
+            for (; r < count; ++r) sums[r] -= Accumulator(entry(begin + r, j)) * x_j;
           }
           for (int r = 0; r < count; ++r) target[begin + r] = T(sums[r]);
         });
