@@ -113,7 +113,12 @@ def supports_warmup(binary, environment):
 
 
 def source_commit():
-    """The kpl commit the suite runs from: short hash, '-dirty' with local edits."""
+    """The kpl commit the suite runs from: short hash, '-dirty' with local edits.
+    KPL_COMMIT, when set, names it instead: binaries built elsewhere (a kit
+    unpacked on a device machine) ran from that commit, not from the state of
+    the copy the suite happens to sit in."""
+    if os.environ.get("KPL_COMMIT"):
+        return os.environ["KPL_COMMIT"]
     try:
         commit = subprocess.run(["git", "-C", str(SOURCE), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True, check=True).stdout.strip()

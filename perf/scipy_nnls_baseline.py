@@ -4,6 +4,13 @@ process (one core), so kpl's OpenMP figures can be read side by side:
 
     /usr/bin/python3 perf/scipy_nnls_baseline.py [systems]
 
+For `kpl nnls` against scipy on the same data, in whole processes:
+
+    /usr/bin/python3 perf/scipy_nnls_baseline.py --write-gauss512 FILE [systems]
+        writes /A (the shifted Gaussians, shared) and /b [systems, 512] to FILE
+    /usr/bin/python3 perf/scipy_nnls_baseline.py --input FILE
+        reads /A [m, n] and /b [B, m] and solves each system with scipy
+
 The matrices are built as in perf/nnls_benchmark.cpp (512 x 512 shifted
 Gaussians with sigma 4.32, or uniform random; b uniform random in [0, 1));
 the random streams differ from the benchmark's, so per-system times are
@@ -45,6 +52,22 @@ def time_systems(name, a, right_hand_sides):
           f"(scipy {scipy.__version__}, one core)")
 
 
+def write_gauss512(path, systems=24):
+    import h5py  # only this mode and --input need it
+    generator = np.random.default_rng(7)
+    with h5py.File(path, "w") as f:
+        f["A"] = shifted_gaussians()
+        f["b"] = generator.uniform(0.0, 1.0, size=(int(systems), 512))
+
+
+def solve_file(path):
+    import h5py
+    with h5py.File(path, "r") as f:
+        a = f["A"][...]
+        right_hand_sides = f["b"][...]
+    time_systems(path, a, right_hand_sides)
+
+
 def main(systems=24):
     systems = int(systems)
     generator = np.random.default_rng(7)
@@ -63,4 +86,9 @@ def main(systems=24):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if len(sys.argv) >= 3 and sys.argv[1] == "--write-gauss512":
+        write_gauss512(*sys.argv[2:4])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--input":
+        solve_file(sys.argv[2])
+    else:
+        main(*sys.argv[1:])
