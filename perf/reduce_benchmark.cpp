@@ -45,18 +45,18 @@ void kpl_reduce(benchmark::State& state) {
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
-// The same reduction into a preallocated device View (atomics for Sum and Max,
-// a second pass for MinMax), fenced each iteration: the path a caller that
-// keeps the result on the device takes.
+// Results into preallocated device Views (atomics for Sum and Max, a second
+// pass for MinMax): the path a caller that keeps the result on the device
+// takes.
 template <class ExecutionSpace, class T, Which which>
-void kpl_reduce_into_view(benchmark::State& state) {
-  const ExecutionSpace space;
-  const auto values = random_input<ExecutionSpace, T>(state.range(0));
+struct IntoDeviceView {
   using MemorySpace = typename ExecutionSpace::memory_space;
-  Kokkos::View<typename kpl::Sum<T>::value_type, MemorySpace> sum("sum");
-  Kokkos::View<T, MemorySpace> largest("largest");
-  Kokkos::View<kpl::MinMaxValue<T>, MemorySpace> extremes("extremes");
-  for (auto _ : state) {
+  Kokkos::View<typename kpl::Sum<T>::value_type, MemorySpace> sum{"sum"};
+  Kokkos::View<T, MemorySpace> largest{"largest"};
+  Kokkos::View<kpl::MinMaxValue<T>, MemorySpace> extremes{"extremes"};
+
+  template <class Values>
+  void operator()(const ExecutionSpace& space, const Values& values) const {
     if constexpr (which == Which::sum) {
       kpl::reduce(space, values, kpl::Sum<T>{}, sum);
     } else if constexpr (which == Which::max) {
@@ -64,37 +64,36 @@ void kpl_reduce_into_view(benchmark::State& state) {
     } else {
       kpl::reduce(space, values, kpl::MinMax<T>{}, extremes);
     }
+  }
+};
+
+// Into a device View, fenced each iteration.
+template <class ExecutionSpace, class T, Which which>
+void kpl_reduce_into_view(benchmark::State& state) {
+  const ExecutionSpace space;
+  const auto values = random_input<ExecutionSpace, T>(state.range(0));
+  const IntoDeviceView<ExecutionSpace, T, which> reduce_into;
+  for (auto _ : state) {
+    reduce_into(space, values);
     space.fence();
   }
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
-// kpl_reduce_into_view's calls back to back, 16 of them, then one fence,
-// time / 16: the kernel time that CUDA-event timings (ANCHORS.md's CUB
-// figures) report, the launch's latency hidden behind the previous call.
+// Into a device View, 16 calls back to back, then one fence, time / 16: the
+// kernel time that CUDA-event timings (ANCHORS.md's CUB figures) report, the
+// launch's latency hidden behind the previous call.
 template <class ExecutionSpace, class T, Which which>
 void kpl_reduce_stream(benchmark::State& state) {
   constexpr int calls = 16;
   const ExecutionSpace space;
   const auto values = random_input<ExecutionSpace, T>(state.range(0));
-  using MemorySpace = typename ExecutionSpace::memory_space;
-  Kokkos::View<typename kpl::Sum<T>::value_type, MemorySpace> sum("sum");
-  Kokkos::View<T, MemorySpace> largest("largest");
-  Kokkos::View<kpl::MinMaxValue<T>, MemorySpace> extremes("extremes");
-  const auto call = [&] {
-    if constexpr (which == Which::sum) {
-      kpl::reduce(space, values, kpl::Sum<T>{}, sum);
-    } else if constexpr (which == Which::max) {
-      kpl::reduce(space, values, kpl::Max<T>{}, largest);
-    } else {
-      kpl::reduce(space, values, kpl::MinMax<T>{}, extremes);
-    }
-  };
-  call();
+  const IntoDeviceView<ExecutionSpace, T, which> reduce_into;
+  reduce_into(space, values);
   space.fence();
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) call();
+    for (int i = 0; i < calls; ++i) reduce_into(space, values);
     space.fence();
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     state.SetIterationTime(elapsed.count() / calls);
@@ -103,10 +102,9 @@ void kpl_reduce_stream(benchmark::State& state) {
 }
 
 // The launch shape swept (ReduceOptions::teams and team_size, of 32 lanes on
-// GPUs) for the sum of 2^28 doubles, and where the result goes: 0 a device
-// View, 1 the host by Kokkos' inter-team stage (automatic), 2 the host
-// through a device View (atomics, then a copy). The figures behind
-// reduction_shape's and reduce_to_host's choices (impl/reduce_tree.hpp).
+// GPUs) for the sum of 2^28 doubles, its result into a device View (result:0)
+// or returned to the host (result:1): the figures behind reduction_shape's
+// choice (impl/reduce_tree.hpp).
 template <class ExecutionSpace>
 void kpl_reduce_shape(benchmark::State& state) {
   const ExecutionSpace space;
@@ -116,7 +114,6 @@ void kpl_reduce_shape(benchmark::State& state) {
   options.teams = static_cast<int>(state.range(1));
   options.team_size = static_cast<int>(state.range(2));
   const auto result = state.range(3);
-  if (result == 2) options.combine = kpl::cross_team::atomics;
   for (auto _ : state) {
     if (result == 0) {
       kpl::reduce(space, values, kpl::Sum<double>{}, sum, options);
@@ -229,7 +226,7 @@ const bool registered = [] {
     if constexpr (!kpl::impl::runs_on_host_v<Space>) {
       auto* shapes = benchmark::RegisterBenchmark(
           ("reduce_shape/kpl_into_view/sum/double/" + backend).c_str(), kpl_reduce_shape<Space>);
-      for (std::int64_t result : {0, 2})
+      for (std::int64_t result : {0, 1})
         for (std::int64_t teams : {0, 1056, 4224, 8448, 16896})
           for (std::int64_t team_size : {8, 16})
             shapes->Args({std::int64_t(1) << 28, teams, team_size, result});

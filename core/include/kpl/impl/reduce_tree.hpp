@@ -269,8 +269,8 @@ void reduce_into_view(const ExecutionSpace& space, const InputView& input, const
 // second pass even for a host result: Kokkos' inter-team stage costs more
 // than the allocation, initialisation and copy there, and more the more
 // teams it combines, so it runs one device-full of teams, not eight
-// (perf/RESULTS.md, reduce_shape: result 1 against 2). Shorter inputs use
-// it: one launch, no allocation.
+// (perf/RESULTS.md, "The sum of 2^28 values against CUB"). Shorter inputs
+// use it: one launch, no allocation.
 inline constexpr std::int64_t large_reduction = std::int64_t(1) << 24;
 
 // The whole tree, its value returned on the host (fenced).
