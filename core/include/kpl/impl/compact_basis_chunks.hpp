@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 namespace kpl {
 namespace impl {
@@ -100,6 +101,22 @@ KOKKOS_INLINE_FUNCTION constexpr int width_value(int width) { return width; }
 template <int Width>
 KOKKOS_INLINE_FUNCTION constexpr int width_value(std::integral_constant<int, Width>) {
   return Width;
+}
+
+// f(0), ..., f(width - 1): written out one call after another for a
+// compile-time width (GCC at -O2 keeps even a four-trip loop a loop), a loop
+// for a run-time one.
+template <class F, int... Q>
+KOKKOS_INLINE_FUNCTION void for_each_of_width(std::integer_sequence<int, Q...>, const F& f) {
+  (f(Q), ...);
+}
+template <int Width, class F>
+KOKKOS_INLINE_FUNCTION void for_each_of_width(std::integral_constant<int, Width>, const F& f) {
+  for_each_of_width(std::make_integer_sequence<int, Width>(), f);
+}
+template <class F>
+KOKKOS_INLINE_FUNCTION void for_each_of_width(int width, const F& f) {
+  for (int q = 0; q < width; ++q) f(q);
 }
 
 // Calls rows_of(width) with the width as a compile-time constant for cubic

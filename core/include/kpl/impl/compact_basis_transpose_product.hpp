@@ -37,11 +37,12 @@ struct TransposeProductInRowOrder {
     const T* row_values = &values(j, 0, 0);
     const std::int64_t stride = values.stride(1);
     with_width(width, [&](auto width_constant) {
-      const int w = width_value(width_constant);
       for (std::int64_t i = begin; i < end; ++i) {
         const double weight = u(i);
         double* target = sums.data() + columns[i];
-        for (int q = 0; q < w; ++q) target[q] += double(row_values[q * stride + i]) * weight;
+        for_each_of_width(width_constant, [&](int q) {
+          target[q] += double(row_values[q * stride + i]) * weight;
+        });
       }
     });
     for (int a = 0; a < k; ++a) output.store(j, chunk, a, sums[a]);
