@@ -179,18 +179,15 @@ KOKKOS_INLINE_FUNCTION void rotate_q_and_u(
     // innermost loop runs down Q's columns (contiguous: vector
     // instructions); each row still sees the rotations in order, with the
     // same arithmetic as below.
-    Kokkos::parallel_for(
-        Kokkos::TeamThreadRange(member, cpu_row_blocks(m)), [&](std::int64_t block) {
-          const std::int64_t begin = block * cpu_row_block;
-          const int count = cpu_rows_in_block(m, begin);
-          T carried[cpu_row_block];
-          for (int r = 0; r < count; ++r) carried[r] = s.q[std::int64_t(p) * m + begin + r];
-          for (int j = p; j < k - 1; ++j) {
-            T* column = s.q + std::int64_t(j) * m + begin;
-            rotate_run(column + m, column, carried, cosines[j], sines[j], count);
-          }
-          for (int r = 0; r < count; ++r) s.q[std::int64_t(k - 1) * m + begin + r] = carried[r];
-        });
+    for_each_cpu_row_block(member, m, [&](std::int64_t begin, int count) {
+      T carried[cpu_row_block];
+      for (int r = 0; r < count; ++r) carried[r] = s.q[std::int64_t(p) * m + begin + r];
+      for (int j = p; j < k - 1; ++j) {
+        T* column = s.q + std::int64_t(j) * m + begin;
+        rotate_run(column + m, column, carried, cosines[j], sines[j], count);
+      }
+      for (int r = 0; r < count; ++r) s.q[std::int64_t(k - 1) * m + begin + r] = carried[r];
+    });
     member.team_barrier();
     return;
   }

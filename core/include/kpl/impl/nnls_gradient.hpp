@@ -33,22 +33,19 @@ KOKKOS_INLINE_FUNCTION void subtract_passive_product(
     // CPUs: a block of rows at a time, its sums kept in a local array while
     // the passive columns go by, so the innermost loop runs down a column
     // (contiguous: vector instructions) instead of across the columns.
-    Kokkos::parallel_for(
-        Kokkos::TeamThreadRange(member, cpu_row_blocks(length)), [&](std::int64_t block) {
-          const std::int64_t begin = block * cpu_row_block;
-          const int count = cpu_rows_in_block(length, begin);
-          Accumulator sums[cpu_row_block];
-          for (int r = 0; r < count; ++r) sums[r] = Accumulator(base(begin + r));
-          for (int p = 0; p < passive_count; ++p) {
-            const int j = s.passive[p];
-            const Accumulator x_j = Accumulator(x[j * x_stride]);
-            int r = 0;
-            for (; r + 3 < count; r += 4)  // four a step: see subtract_scaled_run
-              for (int u = 0; u < 4; ++u) sums[r + u] -= Accumulator(entry(begin + r + u, j)) * x_j;
-            for (; r < count; ++r) sums[r] -= Accumulator(entry(begin + r, j)) * x_j;
-          }
-          for (int r = 0; r < count; ++r) target[begin + r] = T(sums[r]);
-        });
+    for_each_cpu_row_block(member, length, [&](std::int64_t begin, int count) {
+      Accumulator sums[cpu_row_block];
+      for (int r = 0; r < count; ++r) sums[r] = Accumulator(base(begin + r));
+      for (int p = 0; p < passive_count; ++p) {
+        const int j = s.passive[p];
+        const Accumulator x_j = Accumulator(x[j * x_stride]);
+        int r = 0;
+        for (; r + 3 < count; r += 4)  // four a step: see subtract_scaled_run
+          for (int u = 0; u < 4; ++u) sums[r + u] -= Accumulator(entry(begin + r + u, j)) * x_j;
+        for (; r < count; ++r) sums[r] -= Accumulator(entry(begin + r, j)) * x_j;
+      }
+      for (int r = 0; r < count; ++r) target[begin + r] = T(sums[r]);
+    });
     member.team_barrier();
     return;
   }

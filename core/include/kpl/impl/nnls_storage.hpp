@@ -28,12 +28,17 @@ namespace impl {
 // CPU loops over a system's rows (or columns) in blocks of this many: a
 // block's running values fit a local array (and L1) while the loop over
 // columns goes by, and the innermost loop runs along contiguous memory.
+// f(begin, count) for each block [begin, begin + count) of [0, length), the
+// blocks dealt to the team's threads; no barrier.
 inline constexpr int cpu_row_block = 64;
-KOKKOS_INLINE_FUNCTION std::int64_t cpu_row_blocks(std::int64_t length) {
-  return (length + cpu_row_block - 1) / cpu_row_block;
-}
-KOKKOS_INLINE_FUNCTION int cpu_rows_in_block(std::int64_t length, std::int64_t begin) {
-  return static_cast<int>(length - begin < cpu_row_block ? length - begin : cpu_row_block);
+template <class Member, class F>
+KOKKOS_INLINE_FUNCTION void for_each_cpu_row_block(const Member& member, std::int64_t length,
+                                                   const F& f) {
+  const std::int64_t blocks = (length + cpu_row_block - 1) / cpu_row_block;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, blocks), [&](std::int64_t block) {
+    const std::int64_t begin = block * cpu_row_block;
+    f(begin, static_cast<int>(length - begin < cpu_row_block ? length - begin : cpu_row_block));
+  });
 }
 
 // Everything one team needs about its system's workspace.
