@@ -89,7 +89,7 @@ void nnls_batch(benchmark::State& state, Matrix kind, kpl::NnlsOptions options) 
 }
 
 template <class Space, class T>
-void deconvolution(benchmark::State& state) {
+void deconvolution(benchmark::State& state, const kpl::DeconvolutionOptions& options = {}) {
   using Memory = typename Space::memory_space;
   const std::int64_t waveforms = state.range(0);
   kpl::DeconvolutionSimulation simulation;
@@ -117,7 +117,7 @@ void deconvolution(benchmark::State& state) {
   Kokkos::View<T**, Kokkos::LayoutRight, Memory> fit("fit", waveforms, simulation.samples);
   kpl::NnlsWorkspace<Space, T> workspace;
   for (auto _ : state) {
-    kpl::deconvolve<Space, T>(space, pulses, y, solution, fit, {}, &workspace);
+    kpl::deconvolve<Space, T>(space, pulses, y, solution, fit, options, &workspace);
     space.fence();
   }
   report_work(state, solution, double(waveforms), "waveforms/s");
@@ -186,10 +186,24 @@ void register_for() {
   }
   auto* benchmark = benchmark::RegisterBenchmark(
       (std::string("deconv/lvis432") + suffix + "/" + Space::name()).c_str(),
-      deconvolution<Space, T>);
+      [](benchmark::State& state) { deconvolution<Space, T>(state); });
   benchmark->ArgName("waveforms")->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark->Arg(192)->Arg(2000);
   if (!host) benchmark->Arg(20000)->Arg(100000);
+  if (!host) {
+    // GPU threads per team (x 32 lanes) for the deconvolution's small
+    // systems: fewer per team, more teams per SM.
+    auto* deconv_threads = benchmark::RegisterBenchmark(
+        (std::string("deconv_team_threads/lvis432") + suffix + "/" + Space::name()).c_str(),
+        [](benchmark::State& state) {
+          kpl::DeconvolutionOptions options;
+          options.nnls.team_threads = int(state.range(1));
+          deconvolution<Space, T>(state, options);
+        });
+    deconv_threads->ArgNames({"waveforms", "threads"})->UseRealTime()->Unit(
+        benchmark::kMillisecond);
+    for (int count : {1, 2, 4, 8}) deconv_threads->Args({20000, count});
+  }
 }
 
 const bool registered = [] {
