@@ -313,13 +313,17 @@ template <class Space>
 void check_against_dense_matrix() {
   std::mt19937_64 generator(432);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  // Pulse lengths odd and even, 1 and the whole waveform; shared and per waveform.
+  // Pulse lengths odd and even, 1 and the whole waveform; shared and per
+  // waveform; bands up to kpl::impl::short_band_rows (one GPU lane per
+  // column in the gradient) and longer (groups of columns).
   struct Case {
     std::int64_t samples, pulse_length, waveforms;
     bool shared;
   };
+  static_assert(kpl::impl::short_band_rows == 64, "the cases below straddle it");
   for (const Case c : {Case{60, 7, 5, true}, Case{61, 8, 4, false}, Case{33, 1, 3, false},
-                       Case{20, 20, 3, true}, Case{1, 1, 2, true}}) {
+                       Case{20, 20, 3, true}, Case{1, 1, 2, true}, Case{150, 64, 3, false},
+                       Case{151, 65, 3, true}, Case{160, 90, 2, false}}) {
     for (const auto origin : {kpl::PulseOrigin::start, kpl::PulseOrigin::center}) {
       SCOPED_TRACE("m = " + std::to_string(c.samples) + ", L = " + std::to_string(c.pulse_length) +
                    ", origin " + kpl::to_string(origin) +

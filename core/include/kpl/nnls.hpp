@@ -14,7 +14,11 @@
 // nnls_columns takes A as a column source, a copyable object with
 //   KOKKOS_FUNCTION T operator()(int64_t system, int64_t row, int64_t column) const;
 //   KOKKOS_FUNCTION kpl::RowRange rows_of(int64_t system, int64_t column) const;
-// (rows_of bounds a column's non-zeros: banded matrices cost proportionally less).
+// (rows_of bounds a column's non-zeros: banded matrices cost proportionally less)
+// and optionally, callable on the host,
+//   std::int64_t max_band_rows() const;  // no rows_of range is longer
+// (bands of at most impl::short_band_rows rows then take one GPU lane per
+// column where the gradient A^T r is formed).
 //
 // Units do not matter (columns and b are scaled exactly by powers of two);
 // every tolerance is relative to G_j = ||a_j|| ||b||, the largest |w_j| can

@@ -40,6 +40,9 @@ struct ToeplitzColumns {
     const std::int64_t end = begin + pulse_length;
     return {begin > 0 ? begin : 0, end < samples ? end : samples};
   }
+  // No band spans more than the pulse (kpl/nnls.hpp: short bands take one
+  // GPU lane per column in the gradient).
+  std::int64_t max_band_rows() const { return pulse_length; }
 };
 
 // Origin c = 0: a causal pulse (the seed's equation 6.2); floor(L / 2): a

@@ -82,32 +82,52 @@ KOKKOS_INLINE_FUNCTION void compute_residual(const typename Batch::Member& membe
       s.residual);
 }
 
-// w_j = a_j^T r on a CPU: a plain dot product per column by one thread, four
-// independent partial sums, no reduction machinery per element.
+// w_j = a_j^T r over column j's band: four independent partial sums. (The
+// column's scale applied per entry: raw entries near the type's largest
+// would overflow in a_ij r_i.)
+template <class Batch>
+KOKKOS_INLINE_FUNCTION typename Batch::value_type column_band_dot(
+    const Batch& batch, std::int64_t system,
+    const NnlsSystemStorage<typename Batch::value_type>& s, std::int64_t j) {
+  using T = typename Batch::value_type;
+  using Accumulator = typename Batch::Accumulator;
+  const RowRange range = batch.columns.rows_of(system, j);
+  Accumulator sum[4] = {0, 0, 0, 0};
+  std::int64_t i = range.begin;
+  const T scale = s.column_scales[j];
+  for (; i + 3 < range.end; i += 4)
+    for (int u = 0; u < 4; ++u)
+      sum[u] +=
+          Accumulator(scale * batch.columns(system, i + u, j)) * Accumulator(s.residual[i + u]);
+  for (; i < range.end; ++i)
+    sum[0] += Accumulator(scale * batch.columns(system, i, j)) * Accumulator(s.residual[i]);
+  return T((sum[0] + sum[1]) + (sum[2] + sum[3]));
+}
+
+// w_j = a_j^T r on a CPU: a plain dot product per column by one thread, no
+// reduction machinery per element.
 template <class Batch>
 KOKKOS_INLINE_FUNCTION void compute_gradient_by_one_thread(
     const typename Batch::Member& member, const Batch& batch, std::int64_t system,
     const NnlsSystemStorage<typename Batch::value_type>& s) {
-  using T = typename Batch::value_type;
-  using Accumulator = typename Batch::Accumulator;
   const std::int64_t n = batch.parameters.columns;
   Kokkos::single(Kokkos::PerTeam(member), [&] {
-    for (std::int64_t j = 0; j < n; ++j) {
-      const RowRange range = batch.columns.rows_of(system, j);
-      Accumulator sum[4] = {0, 0, 0, 0};
-      std::int64_t i = range.begin;
-      // (The column's scale applied per entry: raw entries near the type's
-      // largest would overflow in a_ij r_i.)
-      const T scale = s.column_scales[j];
-      for (; i + 3 < range.end; i += 4)
-        for (int u = 0; u < 4; ++u)
-          sum[u] += Accumulator(scale * batch.columns(system, i + u, j)) *
-                    Accumulator(s.residual[i + u]);
-      for (; i < range.end; ++i)
-        sum[0] += Accumulator(scale * batch.columns(system, i, j)) * Accumulator(s.residual[i]);
-      s.gradient[j] = T((sum[0] + sum[1]) + (sum[2] + sum[3]));
-    }
+    for (std::int64_t j = 0; j < n; ++j) s.gradient[j] = column_band_dot(batch, system, s, j);
   });
+  member.team_barrier();
+}
+
+// w_j = a_j^T r on a GPU for columns of short bands (a pulse's Toeplitz
+// columns): one vector lane per column. Consecutive lanes read consecutive
+// residual entries (in team scratch) and, inside the matrix, the same
+// Toeplitz tap; no lane waits for a reduction.
+template <class Batch>
+KOKKOS_INLINE_FUNCTION void compute_gradient_by_column_lanes(
+    const typename Batch::Member& member, const Batch& batch, std::int64_t system,
+    const NnlsSystemStorage<typename Batch::value_type>& s) {
+  Kokkos::parallel_for(
+      Kokkos::TeamVectorRange(member, batch.parameters.columns),
+      [&](std::int64_t j) { s.gradient[j] = column_band_dot(batch, system, s, j); });
   member.team_barrier();
 }
 
@@ -158,6 +178,8 @@ KOKKOS_INLINE_FUNCTION void compute_gradient(const typename Batch::Member& membe
                                              const NnlsSystemStorage<typename Batch::value_type>& s) {
   if constexpr (runs_on_host_v<typename Batch::execution_space>) {
     compute_gradient_by_one_thread(member, batch, system, s);
+  } else if (batch.parameters.gradient_by_column_lanes) {
+    compute_gradient_by_column_lanes(member, batch, system, s);
   } else {
     compute_gradient_by_column_groups(member, batch, system, s);
   }

@@ -150,6 +150,7 @@ void launch_on_gpu(const ExecutionSpace& space, std::int64_t systems, Functor& f
   using T = typename Functor::Batch::value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<256, 2>>;
   auto& parameters = functor.batch.parameters;
+  parameters.gradient_by_column_lanes = has_short_bands(functor.batch.columns);
   int threads = std::min(options.team_threads > 0 ? options.team_threads : 8, 8);
   Policy policy(space, systems, 1, 32);
   using Scratch = Kokkos::View<T*, typename ExecutionSpace::scratch_memory_space,

@@ -21,6 +21,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace kpl {
 namespace impl {
@@ -80,6 +82,7 @@ struct NnlsParameters {
   bool passive_capped_by_caller;  // max_passive < min(rows, columns)
   bool vectors_in_scratch;        // residual, candidate, back substitution in team scratch
   bool gradient_in_scratch;       // w too (read by the argmax right after it is written)
+  bool gradient_by_column_lanes;  // GPUs, short column bands: one lane per column's w_j
 };
 
 template <class T>
@@ -169,6 +172,30 @@ NnlsWorkspacePointers<T> reserve_nnls_workspace(ValuesView& values, IndicesView&
 
 inline constexpr int not_passive = -1;
 inline constexpr int rejected = -2;  // excluded until the passive set next grows
+
+// Column sources (kpl/nnls.hpp) may say how many rows any column's band
+// spans at most (std::int64_t max_band_rows() const, callable on the host).
+template <class Columns, class = void>
+struct declares_band_rows : std::false_type {};
+template <class Columns>
+struct declares_band_rows<Columns,
+                          std::void_t<decltype(std::declval<const Columns&>().max_band_rows())>>
+    : std::true_type {};
+
+// Bands this short take one vector lane per column in the GPU gradient
+// (impl/nnls_gradient.hpp): a lane's serial dot product over the band costs
+// fewer instructions than a group's loads plus its 32-lane reduction.
+inline constexpr std::int64_t short_band_rows = 64;
+
+template <class Columns>
+bool has_short_bands(const Columns& columns) {
+  if constexpr (declares_band_rows<Columns>::value) {
+    return columns.max_band_rows() <= short_band_rows;
+  } else {
+    (void)columns;
+    return false;
+  }
+}
 
 // The data of one batch that every step of a team's solve reads. Columns is
 // a column source (kpl/nnls.hpp):
