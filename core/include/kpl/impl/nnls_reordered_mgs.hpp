@@ -66,25 +66,29 @@ KOKKOS_INLINE_FUNCTION void project_out_one_by_one(
 }
 
 // One classical pass, step 1: all k projections q_p^T candidate at once
-// (a group of four q's per thread), added to R's column k.
+// (a group of four q's per thread), added to R's column k. Only `rows` of
+// the candidate are read: it is zero elsewhere (the first pass: a banded
+// column's band).
 template <class Batch>
 KOKKOS_INLINE_FUNCTION void classical_projections(
     const typename Batch::Member& member, const Batch& batch,
     const NnlsSystemStorage<typename Batch::value_type>& s, typename Batch::value_type* r_column,
-    int k, typename Batch::value_type* projections) {
+    int k, const RowRange& rows, typename Batch::value_type* projections) {
   using T = typename Batch::value_type;
   const std::int64_t m = batch.parameters.rows;
   const int groups = (k + columns_per_group - 1) / columns_per_group;
+  const int length = rows.end > rows.begin ? int(rows.end - rows.begin) : 0;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, groups), [&](int group) {
     const int first = group * columns_per_group;
     const int count = k - first < columns_per_group ? k - first : columns_per_group;
-    const T* q = s.q + std::int64_t(first) * m;
+    const T* q = s.q + std::int64_t(first) * m + rows.begin;
+    const T* candidate = s.candidate + rows.begin;
     const auto sums = nnls_group_sums<Batch>(
-        member, int(m),
+        member, length,
         [&](int i, T* values) {
           for (int c = 0; c < columns_per_group; ++c) values[c] = q[(c < count ? c : 0) * m + i];
         },
-        [&](int i) { return s.candidate[i]; });
+        [&](int i) { return candidate[i]; });
     Kokkos::single(Kokkos::PerThread(member), [&] {
       for (int c = 0; c < count; ++c) {
         projections[first + c] = T(sums.value[c]);
@@ -119,15 +123,18 @@ KOKKOS_INLINE_FUNCTION void subtract_classical_projections(
 }
 
 // Classical Gram-Schmidt applied twice: all k projections at once (one
-// thread per group of q's), then one row-parallel subtraction.
+// thread per group of q's), then one row-parallel subtraction. The first
+// pass reads the candidate's band only (the column a_j is zero outside it);
+// the second, all rows (the q's are not banded).
 template <class Batch>
 KOKKOS_INLINE_FUNCTION void project_out_classical_twice(
     const typename Batch::Member& member, const Batch& batch,
     const NnlsSystemStorage<typename Batch::value_type>& s, typename Batch::value_type* r_column,
-    int k) {
+    int k, const RowRange& band) {
   for (int pass = 0; pass < 2 && k > 0; ++pass) {
     auto* projections = s.right_hand_side;  // free until the next solve
-    classical_projections(member, batch, s, r_column, k, projections);
+    const RowRange rows = pass == 0 ? band : RowRange{0, batch.parameters.rows};
+    classical_projections(member, batch, s, r_column, k, rows, projections);
     subtract_classical_projections(member, batch, s, k, projections);
   }
 }
@@ -179,7 +186,7 @@ KOKKOS_INLINE_FUNCTION typename Batch::value_type reordered_mgs_append(
   if (batch.parameters.modified_gram_schmidt) {
     project_out_one_by_one(member, batch, s, r_column, k);
   } else {
-    project_out_classical_twice(member, batch, s, r_column, k);
+    project_out_classical_twice(member, batch, s, r_column, k, batch.columns.rows_of(system, j));
   }
   return append_orthogonalised_candidate(member, batch, system, s, j, r_column, k, column_norm);
 }
