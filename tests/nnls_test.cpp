@@ -796,12 +796,20 @@ struct QrSequence {
   }
 };
 
+// The factorisation a QrSequence leaves: Q [max_passive][m], R
+// [max_passive][max_passive] (column-major), Q^T b, and the passive list.
+struct QrResult {
+  std::vector<double> values;
+  std::vector<int> passive;
+  int k;
+};
+
+// Runs `sequence` (see QrSequence) on the columns of a [m, n] with b [1, m].
 template <class Space>
-void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization, int host_threads = 1) {
-  std::mt19937_64 generator(11);
-  const std::int64_t m = 45, n = 30;
-  const Matrix a = random_matrix(m, n, generator);
-  const Matrix b = random_matrix(1, m, generator);
+QrResult run_qr_sequence(const Matrix& a, const Matrix& b, const std::vector<int>& sequence,
+                         kpl::NnlsOrthogonalization orthogonalization, int max_passive,
+                         int host_threads) {
+  const std::int64_t m = a.rows, n = a.columns;
   using Memory = typename Space::memory_space;
   Kokkos::View<double**, Kokkos::LayoutLeft, Memory> a_device("A", m, n);
   Kokkos::View<double**, Kokkos::LayoutRight, Memory> b_device("b", 1, m);
@@ -815,25 +823,13 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization, int hos
     Kokkos::deep_copy(a_device, a_host);
     Kokkos::deep_copy(b_device, b_host);
   }
-  // Appends, removals at the front, middle and end, re-entries.
-  const std::vector<int> sequence = {3,  17, 0,  29, 8,  11, 21, -2, 5,  -1,
-                                     -6, 2,  17, 19, -4, 23, 1,  -9, -8, 14};
   Kokkos::View<int*, Memory> operations("operations", sequence.size());
   auto operations_host = Kokkos::create_mirror_view(operations);
-  std::vector<int> expected_passive;
-  for (std::size_t o = 0; o < sequence.size(); ++o) {
-    operations_host(o) = sequence[o];
-    if (sequence[o] >= 0) {
-      expected_passive.push_back(sequence[o]);
-    } else {
-      expected_passive.erase(expected_passive.begin() + (-sequence[o] - 1));
-    }
-  }
+  for (std::size_t o = 0; o < sequence.size(); ++o) operations_host(o) = sequence[o];
   Kokkos::deep_copy(operations, operations_host);
 
   NnlsOptions options;
   options.orthogonalization = orthogonalization;
-  const int max_passive = 12;
   options.max_passive = max_passive;
   auto parameters = kpl::impl::nnls_parameters<double>(1, m, n, options, true);
   using Pointers = kpl::impl::NnlsWorkspacePointers<double>;
@@ -855,13 +851,39 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization, int hos
   Kokkos::fence();
   const auto values_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, values);
   const auto indices_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, indices);
-  int k = 0;
-  Kokkos::deep_copy(k, passive_count);
+  QrResult result{{values_host.data(), values_host.data() + values_host.extent(0)},
+                  {indices_host.data(), indices_host.data() + indices_host.extent(0)},
+                  0};
+  Kokkos::deep_copy(result.k, passive_count);
+  return result;
+}
+
+template <class Space>
+void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization, int host_threads = 1) {
+  std::mt19937_64 generator(11);
+  const std::int64_t m = 45, n = 30;
+  const Matrix a = random_matrix(m, n, generator);
+  const Matrix b = random_matrix(1, m, generator);
+  // Appends, removals at the front, middle and end, re-entries.
+  const std::vector<int> sequence = {3,  17, 0,  29, 8,  11, 21, -2, 5,  -1,
+                                     -6, 2,  17, 19, -4, 23, 1,  -9, -8, 14};
+  std::vector<int> expected_passive;
+  for (const int operation : sequence) {
+    if (operation >= 0) {
+      expected_passive.push_back(operation);
+    } else {
+      expected_passive.erase(expected_passive.begin() + (-operation - 1));
+    }
+  }
+  const int max_passive = 12;
+  const QrResult result =
+      run_qr_sequence<Space>(a, b, sequence, orthogonalization, max_passive, host_threads);
+  const int k = result.k;
   ASSERT_EQ(k, int(expected_passive.size()));
-  const double* q = values_host.data();
+  for (int p = 0; p < k; ++p) EXPECT_EQ(result.passive[p], expected_passive[p]) << "position " << p;
+  const double* q = result.values.data();
   const double* r = q + max_passive * m;
   const double* u = r + max_passive * max_passive;
-  for (int p = 0; p < k; ++p) EXPECT_EQ(indices_host(p), expected_passive[p]) << "position " << p;
   // A fresh QR of the same passive columns, in the same order.
   Matrix fresh_q = make_matrix(k, m);
   Matrix fresh_r = make_matrix(k, k);
@@ -900,6 +922,40 @@ void check_update_downdate(kpl::NnlsOrthogonalization orthogonalization, int hos
 KPL_EXECUTION_SPACE_TEST(Nnls, QrUpdateDowndateMatchesFreshQr) {
   check_update_downdate<TypeParam>(kpl::NnlsOrthogonalization::classical_twice);
   check_update_downdate<TypeParam>(kpl::NnlsOrthogonalization::modified_gram_schmidt);
+}
+
+// Classical Gram-Schmidt repeats its pass where the first cancelled most of
+// the column (DGKS): columns that differ by 1e-7 of their norm still give
+// Q^T Q = I to working precision (one pass alone leaves ~1e-9 here; so
+// does modified Gram-Schmidt, whose loss of orthogonality grows with the
+// condition number: not checked here).
+template <class Space>
+void check_nearly_dependent_columns(kpl::NnlsOrthogonalization orthogonalization) {
+  std::mt19937_64 generator(23);
+  const std::int64_t m = 40, n = 4;
+  const Matrix noise = random_matrix(m, n, generator);
+  Matrix a = make_matrix(m, n);
+  for (std::int64_t i = 0; i < m; ++i) {
+    a(i, 0) = noise(i, 0);
+    a(i, 1) = noise(i, 1);
+    a(i, 2) = noise(i, 0) + 1e-7 * noise(i, 2);
+    a(i, 3) = noise(i, 0) - noise(i, 1) + 1e-7 * noise(i, 3);
+  }
+  const Matrix b = random_matrix(1, m, generator);
+  const int max_passive = 4;
+  const QrResult result =
+      run_qr_sequence<Space>(a, b, {0, 1, 2, 3}, orthogonalization, max_passive, 1);
+  ASSERT_EQ(result.k, 4);
+  const double* q = result.values.data();
+  for (int p = 0; p < 4; ++p)
+    for (int c = 0; c <= p; ++c) {
+      double dot = 0;
+      for (std::int64_t i = 0; i < m; ++i) dot += q[p * m + i] * q[c * m + i];
+      EXPECT_NEAR(dot, p == c ? 1.0 : 0.0, 1e-13) << "(Q^T Q)(" << p << ", " << c << ")";
+    }
+}
+KPL_EXECUTION_SPACE_TEST(Nnls, QrOfNearlyDependentColumnsStaysOrthogonal) {
+  check_nearly_dependent_columns<TypeParam>(kpl::NnlsOrthogonalization::classical_twice);
 }
 
 // ------------------------------------------- teams of two on the host

@@ -35,7 +35,8 @@ struct RowRange {
 enum class NnlsOrthogonalization {
   automatic,              // modified Gram-Schmidt on CPUs, classical twice on GPUs
   modified_gram_schmidt,  // Algorithm 2 as written: one projection at a time
-  classical_twice,        // all projections at once, repeated once (fewer team barriers)
+  classical_twice,        // all projections at once, repeated where the first pass cancelled
+                          // over half the column's norm squared (fewer team barriers)
 };
 
 // Where the gradient w = A^T (b - A x) comes from after each change of x.

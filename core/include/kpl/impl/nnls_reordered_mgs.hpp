@@ -3,9 +3,10 @@
 // §3.3). The new column is appended at the right of the reordered list
 // P-hat, so it is the only one orthogonalised: q_k = (a_j - sum_p (q_p^T a_j)
 // q_p) / R(k, k), R's column k = the projections, u_k = q_k^T b. On GPUs the
-// k projections can instead be taken at once and repeated (classical
-// Gram-Schmidt twice, "twice is enough", Giraud et al. 2005): as accurate,
-// with 4 team barriers instead of 2k.
+// k projections can instead be taken at once and repeated where the first
+// pass cancelled much of the column (classical Gram-Schmidt with DGKS
+// reorthogonalisation, "twice is enough", Giraud et al. 2005): as accurate,
+// with 2 or 4 team barriers instead of 2k.
 #pragma once
 
 #include <kpl/impl/kokkos_compat.hpp>
@@ -122,41 +123,62 @@ KOKKOS_INLINE_FUNCTION void subtract_classical_projections(
   member.team_barrier();
 }
 
-// Classical Gram-Schmidt applied twice: all k projections at once (one
-// thread per group of q's), then one row-parallel subtraction. The first
-// pass reads the candidate's band only (the column a_j is zero outside it);
-// the second, all rows (the q's are not banded).
+// ||candidate||^2 and candidate^T b (one reduction of two sums).
 template <class Batch>
-KOKKOS_INLINE_FUNCTION void project_out_classical_twice(
-    const typename Batch::Member& member, const Batch& batch,
-    const NnlsSystemStorage<typename Batch::value_type>& s, typename Batch::value_type* r_column,
-    int k, const RowRange& band) {
-  for (int pass = 0; pass < 2 && k > 0; ++pass) {
-    auto* projections = s.right_hand_side;  // free until the next solve
-    const RowRange rows = pass == 0 ? band : RowRange{0, batch.parameters.rows};
-    classical_projections(member, batch, s, r_column, k, rows, projections);
-    subtract_classical_projections(member, batch, s, k, projections);
-  }
-}
-
-// R(k, k) = ||candidate|| and u_k = q_k^T b = candidate^T b / R(k, k) (one
-// reduction of two sums); if the column is independent enough, q_k =
-// candidate / R(k, k) and j takes position k of P-hat. Returns R(k, k) /
-// ||a_j||.
-template <class Batch>
-KOKKOS_INLINE_FUNCTION typename Batch::value_type append_orthogonalised_candidate(
+KOKKOS_INLINE_FUNCTION GroupSums<typename Batch::Accumulator> candidate_sums(
     const typename Batch::Member& member, const Batch& batch, std::int64_t system,
-    const NnlsSystemStorage<typename Batch::value_type>& s, int j,
-    typename Batch::value_type* r_column, int k, typename Batch::value_type column_norm) {
-  using T = typename Batch::value_type;
+    const NnlsSystemStorage<typename Batch::value_type>& s) {
   using Accumulator = typename Batch::Accumulator;
-  const std::int64_t m = batch.parameters.rows;
-  const auto sums =
-      nnls_team_combine(member, m, GroupSumsOp<Accumulator>{}, [&](std::int64_t i) {
+  return nnls_team_combine(
+      member, batch.parameters.rows, GroupSumsOp<Accumulator>{}, [&](std::int64_t i) {
         const Accumulator value = s.candidate[i];
         return GroupSums<Accumulator>{
             {value * value, value * Accumulator(batch.scaled_b(s, system, i)), 0, 0}};
       });
+}
+
+// Classical Gram-Schmidt with reorthogonalisation when needed: all k
+// projections at once (one thread per group of q's), then one row-parallel
+// subtraction; a second pass only if the first cancelled more than the
+// DGKS criterion allows, ||candidate|| < ||a_j|| / sqrt(2) (Daniel, Gragg,
+// Kaufman & Stewart 1976; "twice is enough", Giraud et al. 2005): a column
+// that keeps most of its norm is orthogonal to working precision after one
+// pass. The first pass reads the candidate's band only (a_j is zero outside
+// it); the second, all rows (the q's are not banded). Returns the
+// candidate's sums (candidate_sums).
+template <class Batch>
+KOKKOS_INLINE_FUNCTION GroupSums<typename Batch::Accumulator> project_out_classical(
+    const typename Batch::Member& member, const Batch& batch, std::int64_t system,
+    const NnlsSystemStorage<typename Batch::value_type>& s, typename Batch::value_type* r_column,
+    int k, const RowRange& band, typename Batch::value_type column_norm) {
+  using Accumulator = typename Batch::Accumulator;
+  auto* projections = s.right_hand_side;  // free until the next solve
+  if (k > 0) {
+    classical_projections(member, batch, s, r_column, k, band, projections);
+    subtract_classical_projections(member, batch, s, k, projections);
+  }
+  const auto sums = candidate_sums(member, batch, system, s);
+  const Accumulator norm_squared = Accumulator(column_norm) * Accumulator(column_norm);
+  if (k == 0 || sums.value[0] >= Accumulator(0.5) * norm_squared) return sums;
+  classical_projections(member, batch, s, r_column, k, RowRange{0, batch.parameters.rows},
+                        projections);
+  subtract_classical_projections(member, batch, s, k, projections);
+  return candidate_sums(member, batch, system, s);
+}
+
+// R(k, k) = ||candidate|| and u_k = q_k^T b = candidate^T b / R(k, k) from
+// the candidate's sums; if the column is independent enough, q_k =
+// candidate / R(k, k) and j takes position k of P-hat. Returns R(k, k) /
+// ||a_j||.
+template <class Batch>
+KOKKOS_INLINE_FUNCTION typename Batch::value_type append_orthogonalised_candidate(
+    const typename Batch::Member& member, const Batch& batch,
+    const NnlsSystemStorage<typename Batch::value_type>& s, int j,
+    typename Batch::value_type* r_column, int k, typename Batch::value_type column_norm,
+    const GroupSums<typename Batch::Accumulator>& sums) {
+  using T = typename Batch::value_type;
+  using Accumulator = typename Batch::Accumulator;
+  const std::int64_t m = batch.parameters.rows;
   const T diagonal = T(compat::math::sqrt(sums.value[0]));
   const T independence = column_norm > T(0) ? diagonal / column_norm : T(0);
   if (!(independence > batch.parameters.dependence_threshold)) return independence;
@@ -185,10 +207,12 @@ KOKKOS_INLINE_FUNCTION typename Batch::value_type reordered_mgs_append(
   const auto column_norm = load_candidate(member, batch, system, s, j, r_column, k);
   if (batch.parameters.modified_gram_schmidt) {
     project_out_one_by_one(member, batch, s, r_column, k);
-  } else {
-    project_out_classical_twice(member, batch, s, r_column, k, batch.columns.rows_of(system, j));
+    return append_orthogonalised_candidate(member, batch, s, j, r_column, k, column_norm,
+                                           candidate_sums(member, batch, system, s));
   }
-  return append_orthogonalised_candidate(member, batch, system, s, j, r_column, k, column_norm);
+  const auto sums = project_out_classical(member, batch, system, s, r_column, k,
+                                          batch.columns.rows_of(system, j), column_norm);
+  return append_orthogonalised_candidate(member, batch, s, j, r_column, k, column_norm, sums);
 }
 
 }  // namespace impl
