@@ -80,25 +80,47 @@ void kpl_reduce_into_view(benchmark::State& state) {
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
+// 16 calls of `call` back to back, then one fence: the time per call.
+template <class ExecutionSpace, class Call>
+void time_back_to_back(benchmark::State& state, const ExecutionSpace& space, const Call& call) {
+  constexpr int calls = 16;
+  call();
+  space.fence();
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) call();
+    space.fence();
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    state.SetIterationTime(elapsed.count() / calls);
+  }
+}
+
 // Into a device View, 16 calls back to back, then one fence, time / 16: the
 // kernel time that CUDA-event timings (ANCHORS.md's CUB figures) report, the
 // launch's latency hidden behind the previous call.
 template <class ExecutionSpace, class T, Which which>
 void kpl_reduce_stream(benchmark::State& state) {
-  constexpr int calls = 16;
   const ExecutionSpace space;
   const auto values = random_input<ExecutionSpace, T>(state.range(0));
   const IntoDeviceView<ExecutionSpace, T, which> reduce_into;
-  reduce_into(space, values);
-  space.fence();
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) reduce_into(space, values);
-    space.fence();
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    state.SetIterationTime(elapsed.count() / calls);
-  }
+  time_back_to_back(state, space, [&] { reduce_into(space, values); });
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
+}
+
+// The launch shape (teams, team_size) of the back-to-back sum of n doubles
+// into a device View: reduction_shape's choice for sizes below 2^28.
+template <class ExecutionSpace>
+void kpl_reduce_stream_shape(benchmark::State& state) {
+  const ExecutionSpace space;
+  const auto values = random_input<ExecutionSpace, double>(state.range(0));
+  Kokkos::View<double, typename ExecutionSpace::memory_space> sum("sum");
+  kpl::ReduceOptions options;
+  options.teams = static_cast<int>(state.range(1));
+  options.team_size = static_cast<int>(state.range(2));
+  time_back_to_back(state, space,
+                    [&] { kpl::reduce(space, values, kpl::Sum<double>{}, sum, options); });
+  kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(double)),
+                          ExecutionSpace::name());
 }
 
 // The launch shape swept (ReduceOptions::teams and team_size, of 32 lanes on
@@ -234,6 +256,14 @@ const bool registered = [] {
           for (std::int64_t team_size : {8, 16})
             shapes->Args({std::int64_t(1) << 28, teams, team_size, result});
       shapes->ArgNames({"n", "teams", "team_size", "result"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+      auto* stream_shapes = benchmark::RegisterBenchmark(
+          ("reduce_stream_shape/kpl_into_view/sum/double/" + backend).c_str(),
+          kpl_reduce_stream_shape<Space>);
+      for (std::int64_t n : {std::int64_t(1) << 21, std::int64_t(17000000), std::int64_t(1) << 26})
+        for (std::int64_t teams : {0, 264, 528, 1056, 2112, 4224})
+          for (std::int64_t team_size : {8, 16}) stream_shapes->Args({n, teams, team_size});
+      stream_shapes->ArgNames({"n", "teams", "team_size"})->UseManualTime()->Unit(
+          benchmark::kMicrosecond);
     }
     benchmark::RegisterBenchmark(("reduce_rows/kpl/sum/float/" + backend).c_str(),
                                  kpl_matrix_sum<Space, false>)
