@@ -105,9 +105,12 @@ struct LaunchShape {
 // scheduler hands the next team to whichever SM frees first, so the last
 // wave is short and even (CUB oversubscribes its grid for the same reason).
 // A single wave left a few per cent of the bandwidth idle (perf/RESULTS.md,
-// reduce_shape). CPUs: one thread a team, one team a thread. At least ~16
-// elements a thread, or the launch costs more than the work. A requested
-// count (> 0) wins.
+// reduce_shape). Waves beyond the first only while every thread still gets
+// ~64 elements: below that, teams that start, read a few values and stop
+// cost more than the tail they even out (reduce_stream_shape: 17e6 doubles
+// fastest in one wave). The first wave fills as far as ~16 elements a
+// thread allow, or the launch costs more than the work. CPUs: one thread a
+// team, one team a thread. A requested count (> 0) wins.
 inline constexpr int gpu_reduction_team_size = 16;
 inline constexpr int gpu_reduction_waves = 8;
 
@@ -123,10 +126,14 @@ LaunchShape reduction_shape(const ExecutionSpace& space, std::int64_t length, in
   }
   if (requested_team_size > 0) shape.team_size = requested_team_size;
   const std::int64_t threads_per_team = std::int64_t(shape.team_size) * shape.vector_length;
-  const std::int64_t fill =
-      waves * std::max<std::int64_t>(1, space.concurrency() / threads_per_team);
-  const std::int64_t useful = (length + 16 * threads_per_team - 1) / (16 * threads_per_team);
-  shape.teams = static_cast<int>(std::max<std::int64_t>(1, std::min(fill, useful)));
+  const std::int64_t wave = std::max<std::int64_t>(1, space.concurrency() / threads_per_team);
+  const auto teams_for = [&](std::int64_t elements_per_thread) {
+    const std::int64_t per_team = elements_per_thread * threads_per_team;
+    return (length + per_team - 1) / per_team;
+  };
+  const std::int64_t teams =
+      std::max(std::min(waves * wave, teams_for(64)), std::min(wave, teams_for(16)));
+  shape.teams = static_cast<int>(std::max<std::int64_t>(1, teams));
   if (requested_teams > 0) shape.teams = requested_teams;
   return shape;
 }
