@@ -107,6 +107,14 @@ void kpl_reduce_stream(benchmark::State& state) {
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
+// A shape benchmark's launch shape: arguments 1 and 2 (teams, team_size).
+inline kpl::ReduceOptions swept_shape(const benchmark::State& state) {
+  kpl::ReduceOptions options;
+  options.teams = static_cast<int>(state.range(1));
+  options.team_size = static_cast<int>(state.range(2));
+  return options;
+}
+
 // The launch shape (teams, team_size) of the back-to-back sum of n doubles
 // into a device View: reduction_shape's choice for sizes below 2^28.
 template <class ExecutionSpace>
@@ -114,9 +122,7 @@ void kpl_reduce_stream_shape(benchmark::State& state) {
   const ExecutionSpace space;
   const auto values = random_input<ExecutionSpace, double>(state.range(0));
   Kokkos::View<double, typename ExecutionSpace::memory_space> sum("sum");
-  kpl::ReduceOptions options;
-  options.teams = static_cast<int>(state.range(1));
-  options.team_size = static_cast<int>(state.range(2));
+  const kpl::ReduceOptions options = swept_shape(state);
   time_back_to_back(state, space,
                     [&] { kpl::reduce(space, values, kpl::Sum<double>{}, sum, options); });
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(double)),
@@ -132,9 +138,7 @@ void kpl_reduce_shape(benchmark::State& state) {
   const ExecutionSpace space;
   const auto values = random_input<ExecutionSpace, double>(state.range(0));
   Kokkos::View<double, typename ExecutionSpace::memory_space> sum("sum");
-  kpl::ReduceOptions options;
-  options.teams = static_cast<int>(state.range(1));
-  options.team_size = static_cast<int>(state.range(2));
+  const kpl::ReduceOptions options = swept_shape(state);
   const auto result = state.range(3);
   for (auto _ : state) {
     if (result == 0) {
