@@ -72,8 +72,9 @@ NnlsParameters<T> nnls_parameters(std::int64_t systems, std::int64_t rows, std::
       options.dependence_threshold >= 0 ? T(options.dependence_threshold) : T(10) * epsilon * size;
   parameters.not_a_number = std::numeric_limits<T>::quiet_NaN();
   // By default a CPU team is one thread: modified Gram-Schmidt's one pass
-  // costs half of classical-twice's two. On a GPU the k team reductions of
-  // modified Gram-Schmidt cost more than the second pass (perf/RESULTS.md).
+  // cost half of classical Gram-Schmidt's two (measured before the second
+  // pass became conditional). On a GPU the k team reductions of modified
+  // Gram-Schmidt cost more than a second pass (perf/RESULTS.md).
   parameters.modified_gram_schmidt =
       options.orthogonalization == NnlsOrthogonalization::modified_gram_schmidt ||
       (options.orthogonalization == NnlsOrthogonalization::automatic && host);
