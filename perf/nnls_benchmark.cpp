@@ -172,7 +172,7 @@ void register_for() {
         });
     check->ArgName("systems")->UseRealTime()->Unit(benchmark::kMillisecond)->Arg(192);
   }
-  if (!host && sizeof(T) == 8) {
+  if (!host) {
     // GPU threads per team (x 32 lanes): one system per team, 192 teams.
     auto* threads = benchmark::RegisterBenchmark(
         (std::string("nnls_team_threads/gauss512") + suffix + "/" + Space::name()).c_str(),
