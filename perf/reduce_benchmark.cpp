@@ -107,26 +107,35 @@ void kpl_reduce_stream(benchmark::State& state) {
   kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(T)), ExecutionSpace::name());
 }
 
-// A shape benchmark's launch shape: arguments 1 and 2 (teams, team_size).
-inline kpl::ReduceOptions swept_shape(const benchmark::State& state) {
+// What a shape benchmark sums: n = argument 0 doubles into a device View,
+// launched with arguments 1 and 2 (teams, team_size).
+template <class ExecutionSpace>
+struct ShapeSweep {
+  ExecutionSpace space;
+  Kokkos::View<const double*, typename ExecutionSpace::memory_space> values;
+  Kokkos::View<double, typename ExecutionSpace::memory_space> sum{"sum"};
   kpl::ReduceOptions options;
-  options.teams = static_cast<int>(state.range(1));
-  options.team_size = static_cast<int>(state.range(2));
-  return options;
-}
+
+  explicit ShapeSweep(const benchmark::State& state)
+      : values(random_input<ExecutionSpace, double>(state.range(0))) {
+    options.teams = static_cast<int>(state.range(1));
+    options.team_size = static_cast<int>(state.range(2));
+  }
+  void into_view() const { kpl::reduce(space, values, kpl::Sum<double>{}, sum, options); }
+  double to_host() const { return kpl::reduce(space, values, kpl::Sum<double>{}, options); }
+  void report(benchmark::State& state) const {
+    kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(double)),
+                            ExecutionSpace::name());
+  }
+};
 
 // The launch shape (teams, team_size) of the back-to-back sum of n doubles
 // into a device View: reduction_shape's choice for sizes below 2^28.
 template <class ExecutionSpace>
 void kpl_reduce_stream_shape(benchmark::State& state) {
-  const ExecutionSpace space;
-  const auto values = random_input<ExecutionSpace, double>(state.range(0));
-  Kokkos::View<double, typename ExecutionSpace::memory_space> sum("sum");
-  const kpl::ReduceOptions options = swept_shape(state);
-  time_back_to_back(state, space,
-                    [&] { kpl::reduce(space, values, kpl::Sum<double>{}, sum, options); });
-  kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(double)),
-                          ExecutionSpace::name());
+  const ShapeSweep<ExecutionSpace> sweep(state);
+  time_back_to_back(state, sweep.space, [&] { sweep.into_view(); });
+  sweep.report(state);
 }
 
 // The launch shape swept (ReduceOptions::teams and team_size, of 32 lanes on
@@ -135,21 +144,17 @@ void kpl_reduce_stream_shape(benchmark::State& state) {
 // choice (impl/reduce_tree.hpp).
 template <class ExecutionSpace>
 void kpl_reduce_shape(benchmark::State& state) {
-  const ExecutionSpace space;
-  const auto values = random_input<ExecutionSpace, double>(state.range(0));
-  Kokkos::View<double, typename ExecutionSpace::memory_space> sum("sum");
-  const kpl::ReduceOptions options = swept_shape(state);
+  const ShapeSweep<ExecutionSpace> sweep(state);
   const auto result = state.range(3);
   for (auto _ : state) {
     if (result == 0) {
-      kpl::reduce(space, values, kpl::Sum<double>{}, sum, options);
-      space.fence();
+      sweep.into_view();
+      sweep.space.fence();
     } else {
-      benchmark::DoNotOptimize(kpl::reduce(space, values, kpl::Sum<double>{}, options));
+      benchmark::DoNotOptimize(sweep.to_host());
     }
   }
-  kpl::perf::report_bytes(state, state.range(0) * std::int64_t(sizeof(double)),
-                          ExecutionSpace::name());
+  sweep.report(state);
 }
 
 // The baseline users write today: one parallel_reduce with a built-in reducer.
