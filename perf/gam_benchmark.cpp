@@ -99,13 +99,12 @@ void gam_fit(benchmark::State& state, kpl::GamOptions options) {
   state.SetLabel(std::string("backend=") + Space::name());
 }
 
-// B^T u for all learners from the compact basis: the direct mode's kernel.
+// The compact basis of the simulated data's n rows, k functions a covariate.
 template <class Space, class T>
-void gam_transpose_product(benchmark::State& state, int k) {
+kpl::CompactBasis<T, typename Space::memory_space> compact_basis(const Space& space,
+                                                                 std::int64_t n, int k) {
   using Memory = typename Space::memory_space;
-  const std::int64_t n = state.range(0);
   const auto [X, y] = device_data<Space, T>(n);
-  const Space space;
   Kokkos::View<kpl::BsplineMesh*, Memory> meshes("meshes", covariates);
   {
     auto host = Kokkos::create_mirror_view(meshes);
@@ -114,6 +113,16 @@ void gam_transpose_product(benchmark::State& state, int k) {
   }
   kpl::CompactBasis<T, Memory> basis("basis", covariates, n, 4, k);
   kpl::build_bspline_basis(space, X, meshes, basis);
+  return basis;
+}
+
+// B^T u for all learners from the compact basis: the direct mode's kernel.
+template <class Space, class T>
+void gam_transpose_product(benchmark::State& state, int k) {
+  using Memory = typename Space::memory_space;
+  const std::int64_t n = state.range(0);
+  const Space space;
+  const auto basis = compact_basis<Space, T>(space, n, k);
   Kokkos::View<double*, Memory> u("u", n), c("c", covariates * k);
   Kokkos::deep_copy(u, 1.0);
   for (auto _ : state) {
@@ -121,6 +130,44 @@ void gam_transpose_product(benchmark::State& state, int k) {
     space.fence();
   }
   kpl::perf::report_bytes(state, double(basis.bytes() + n * sizeof(double)), Space::name());
+}
+
+// B_j^T B_s for every learner j and one selected learner s: what Gram mode
+// computes once for each learner boosting selects.
+template <class Space, class T>
+void gam_cross_products(benchmark::State& state, int k) {
+  using Memory = typename Space::memory_space;
+  const std::int64_t n = state.range(0);
+  const Space space;
+  const auto basis = compact_basis<Space, T>(space, n, k);
+  const Kokkos::View<double*, Memory> no_weights("w", 0), out("out", covariates * k * k);
+  kpl::CompactProductWorkspace<Memory> workspace;
+  constexpr std::int64_t selected = 7;
+  for (auto _ : state) {
+    kpl::cross_products(space, basis, no_weights, selected, out, &workspace);
+    space.fence();
+  }
+  kpl::perf::report_bytes(state, double(basis.bytes()), Space::name());
+}
+
+// Every learner's own B_j^T B_j as exact parts (kpl::cross_product_parts):
+// what the set-up sums once a fit for the learners' lambdas.
+template <class Space, class T>
+void gam_cross_product_parts(benchmark::State& state, int k) {
+  using Memory = typename Space::memory_space;
+  const std::int64_t n = state.range(0);
+  const Space space;
+  const auto basis = compact_basis<Space, T>(space, n, k);
+  const Kokkos::View<double*, Memory> no_weights("w", 0);
+  const Kokkos::View<double*, Memory> parts("parts",
+                                            kpl::ExactSumGrid::parts * covariates * k * k);
+  const auto bounds = kpl::cross_product_bounds(space, basis, no_weights);
+  const auto grid = kpl::ExactSumGrid::covering(bounds.term(), n);
+  for (auto _ : state) {
+    kpl::cross_product_parts(space, basis, no_weights, -1, grid, parts);
+    space.fence();
+  }
+  kpl::perf::report_bytes(state, double(basis.bytes()), Space::name());
 }
 
 // B^T u for all learners from the evaluated basis (kpl/evaluated_basis.hpp):
@@ -223,6 +270,17 @@ void register_for() {
     benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMicrosecond);
     benchmark->Arg(10000)->Arg(100000);
     if (!host) benchmark->Arg(1000000);
+    for (const auto& [name, run] :
+         {std::pair{"cross_products", &gam_cross_products<Space, T>},
+          std::pair{"cross_product_parts", &gam_cross_product_parts<Space, T>}}) {
+      auto* products = benchmark::RegisterBenchmark(
+          ("gam_kernel/" + std::string(name) + suffix + "/k:" + std::to_string(k) + "/" +
+           Space::name())
+              .c_str(),
+          [k, run = run](benchmark::State& state) { run(state, k); });
+      products->ArgName("n")->UseRealTime()->Unit(benchmark::kMicrosecond);
+      products->Arg(10000)->Arg(100000);
+    }
     auto* evaluated = benchmark::RegisterBenchmark(
         ("gam_kernel/transpose_product_evaluated" + suffix + "/k:" + std::to_string(k) + "/" +
          Space::name())

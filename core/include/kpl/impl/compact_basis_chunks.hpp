@@ -129,16 +129,19 @@ void with_width(int width, const RowsOf& rows_of) {
     rows_of(width);
 }
 
-// The terms of B_j^T W B_other over rows [begin, end), row by row (a CPU
-// team's chunk, host only): add(entry, term) for each row's width x width
-// outer product, entry = a k + b of the k x k result and term = (w(i) scale
-// B_j(i, a)) B_other(i, b) in Sum; rows of weight zero are skipped. Raw
-// streams, cubic splines unrolled. Shared by cross_products and
+// The rows of B_j^T W B_other over rows [begin, end), one after another (a
+// CPU team's chunk, host only): for each row of non-zero weight,
+// row_block(corner, left, right, width) with the row's width x width outer
+// product left[q] right[r] going to entry corner + q k + r of the k x k
+// result; left[q] = w(i) scale B_j(i, first_j + q) and right[r] =
+// B_other(i, first_other + r), in Sum; width a compile-time constant for
+// cubic splines. Raw streams. Shared by cross_products and
 // cross_product_parts.
-template <class Sum, class FirstView, class ValuesView, class WView, class Add>
-void for_each_cross_product_term(const FirstView& first, const ValuesView& values, const WView& w,
-                                 std::int64_t j, std::int64_t other, std::int64_t begin,
-                                 std::int64_t end, int k, int width, Sum scale, const Add& add) {
+template <class Sum, class FirstView, class ValuesView, class WView, class RowBlock>
+void for_each_cross_product_row(const FirstView& first, const ValuesView& values, const WView& w,
+                                std::int64_t j, std::int64_t other, std::int64_t begin,
+                                std::int64_t end, int k, int width, Sum scale,
+                                const RowBlock& row_block) {
   using T = typename ValuesView::non_const_value_type;
   const bool weighted = w.extent(0) != 0;
   const int* row_columns = &first(j, 0);
@@ -147,18 +150,38 @@ void for_each_cross_product_term(const FirstView& first, const ValuesView& value
   const T* partner_values = &values(other, 0, 0);
   const std::int64_t stride = values.stride(1);
   with_width(width, [&](auto width_constant) {
-    const int width_ = width_value(width_constant);
     for (std::int64_t i = begin; i < end; ++i) {
       const Sum weight = weighted ? Sum(w(i)) : Sum(1);
       if (weight == Sum(0)) continue;
-      Sum right[bspline_max_degree + 1];
-      for (int r = 0; r < width_; ++r) right[r] = Sum(partner_values[r * stride + i]);
-      const std::int64_t corner = std::int64_t(row_columns[i]) * k + partner_columns[i];
-      for (int q = 0; q < width_; ++q) {
-        const Sum left = weight * scale * Sum(row_values[q * stride + i]);
-        for (int r = 0; r < width_; ++r) add(corner + q * k + r, left * right[r]);
-      }
+      Sum left[bspline_max_degree + 1], right[bspline_max_degree + 1];
+      for_each_of_width(width_constant, [&](int q) {
+        left[q] = weight * scale * Sum(row_values[q * stride + i]);
+        right[q] = Sum(partner_values[q * stride + i]);
+      });
+      row_block(std::int64_t(row_columns[i]) * k + partner_columns[i], left, right,
+                width_constant);
     }
+  });
+}
+
+// row[r] += terms[r] for r < width, the row loaded whole before any of it is
+// stored: GCC then adds it as vectors (with loads and stores interleaved it
+// keeps every addition scalar, since it cannot tell the stores from the next
+// loads). Each entry gets the same term as before, in the same order.
+template <class Sum, class Width>
+void add_to_row(Sum* row, const Sum* terms, Width width) {
+  Sum updated[bspline_max_degree + 1];
+  for_each_of_width(width, [&](int r) { updated[r] = row[r] + terms[r]; });
+  for_each_of_width(width, [&](int r) { row[r] = updated[r]; });
+}
+
+// block[q k + r] += left[q] right[r] for q, r < width, row by row.
+template <class Sum, class Width>
+void add_outer_product(Sum* block, int k, const Sum* left, const Sum* right, Width width) {
+  for_each_of_width(width, [&](int q) {
+    Sum terms[bspline_max_degree + 1];
+    for_each_of_width(width, [&](int r) { terms[r] = left[q] * right[r]; });
+    add_to_row(block + std::int64_t(q) * k, terms, width);
   });
 }
 

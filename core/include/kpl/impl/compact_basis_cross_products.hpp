@@ -23,7 +23,8 @@ namespace impl {
 
 // CPU: one thread per (block, chunk) adds each row's width x width outer
 // product in row order, through raw streams (cubic splines unrolled; the
-// rows of the outer product are contiguous in `sums`). Host only.
+// rows of the outer product are contiguous in `sums`, added as vectors).
+// Host only.
 template <class FirstView, class ValuesView, class WView, class Output>
 struct CrossProductsInRowOrder {
   FirstView first;
@@ -40,9 +41,13 @@ struct CrossProductsInRowOrder {
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
     std::vector<Sum> sums(std::size_t(k) * k, Sum(0));
-    for_each_cross_product_term(first, values, w, j, partner < 0 ? j : partner, begin, end, k,
-                                width, Sum(1),
-                                [&](std::int64_t entry, Sum term) { sums[entry] += term; });
+    for_each_cross_product_row(first, values, w, j, partner < 0 ? j : partner, begin, end, k,
+                               width, Sum(1),
+                               [&](std::int64_t corner, const Sum* left, const Sum* right,
+                                   auto width_constant) {
+                                 add_outer_product(sums.data() + corner, k, left, right,
+                                                   width_constant);
+                               });
     for (std::int64_t a = 0; a < std::int64_t(k) * k; ++a)
       output.store(j, chunk, a, double(sums[a]));
   }

@@ -40,7 +40,7 @@ KOKKOS_INLINE_FUNCTION void slice_term(double term, const double (&extractor)[Pa
 }
 
 // CPU: one thread per (block, chunk) adds each row's slices in row order (the
-// order does not matter to the bits; the loop is cross_products'). Output:
+// order does not matter to the bits; the rows are cross_products'). Output:
 // ExactPartSums, or ChunkSums with (part, block) pairs part-major as blocks.
 template <class Grid, class FirstView, class ValuesView, class WView, class Output>
 struct CrossProductPartsInRowOrder {
@@ -59,13 +59,21 @@ struct CrossProductPartsInRowOrder {
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
     std::vector<double> sums(parts * entries, 0.0);
-    for_each_cross_product_term(first, values, w, j, partner < 0 ? j : partner, begin, end, k,
-                                width, grid.scale, [&](std::int64_t entry, double term) {
-                                  double slices[parts];
-                                  slice_term(term, grid.extractor, slices);
-                                  for (int l = 0; l < parts; ++l)
-                                    sums[l * entries + entry] += slices[l];
-                                });
+    for_each_cross_product_row(
+        first, values, w, j, partner < 0 ? j : partner, begin, end, k, width, grid.scale,
+        [&](std::int64_t corner, const double* left, const double* right, auto width_constant) {
+          for_each_of_width(width_constant, [&](int q) {
+            double slices[parts][bspline_max_degree + 1];
+            for_each_of_width(width_constant, [&](int r) {
+              double term_slices[parts];
+              slice_term(left[q] * right[r], grid.extractor, term_slices);
+              for (int l = 0; l < parts; ++l) slices[l][r] = term_slices[l];
+            });
+            for (int l = 0; l < parts; ++l)
+              add_to_row(sums.data() + l * entries + corner + std::int64_t(q) * k, slices[l],
+                         width_constant);
+          });
+        });
     for (int l = 0; l < parts; ++l)
       for (std::int64_t a = 0; a < entries; ++a)
         output.store(l * blocks + j, chunk, a, sums[l * entries + a]);
