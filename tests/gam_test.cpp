@@ -160,6 +160,13 @@ void check_compact_products(std::int64_t n, std::int64_t p, int k, int degree) {
   Kokkos::deep_copy(meshes, host_meshes);
   kpl::CompactBasis<double, Memory> basis("basis", p, n, degree + 1, k);
   kpl::build_bspline_basis(space, X, meshes, basis);
+  if (n > 0) {  // the build's value bound: the largest |value| it stored
+    auto stored = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), basis.values);
+    double largest = 0;
+    for (std::size_t e = 0; e < stored.span(); ++e)
+      largest = std::max(largest, std::fabs(stored.data()[e]));
+    EXPECT_EQ(basis.value_bound, largest);
+  }
   // Dense host copy B [n, p k] from the independent evaluation.
   HostMatrix dense("dense", n, p * k);
   for (std::int64_t i = 0; i < n; ++i)
