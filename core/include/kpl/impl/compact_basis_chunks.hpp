@@ -168,8 +168,10 @@ void for_each_cross_product_row(const FirstView& first, const ValuesView& values
 // stored: GCC then adds it as vectors (with loads and stores interleaved it
 // keeps every addition scalar, since it cannot tell the stores from the next
 // loads). Each entry gets the same term as before, in the same order.
+// Host-device although only host code calls it: nvcc lets only a host-device
+// function's lambdas into for_each_of_width.
 template <class Sum, class Width>
-void add_to_row(Sum* row, const Sum* terms, Width width) {
+KOKKOS_INLINE_FUNCTION void add_to_row(Sum* row, const Sum* terms, Width width) {
   Sum updated[bspline_max_degree + 1];
   for_each_of_width(width, [&](int r) { updated[r] = row[r] + terms[r]; });
   for_each_of_width(width, [&](int r) { row[r] = updated[r]; });
@@ -177,7 +179,8 @@ void add_to_row(Sum* row, const Sum* terms, Width width) {
 
 // block[q k + r] += left[q] right[r] for q, r < width, row by row.
 template <class Sum, class Width>
-void add_outer_product(Sum* block, int k, const Sum* left, const Sum* right, Width width) {
+KOKKOS_INLINE_FUNCTION void add_outer_product(Sum* block, int k, const Sum* left,
+                                              const Sum* right, Width width) {
   for_each_of_width(width, [&](int q) {
     Sum terms[bspline_max_degree + 1];
     for_each_of_width(width, [&](int r) { terms[r] = left[q] * right[r]; });
