@@ -106,17 +106,20 @@ KOKKOS_INLINE_FUNCTION constexpr int width_value(std::integral_constant<int, Wid
 // f(0), ..., f(width - 1): written out one call after another for a
 // compile-time width (GCC at -O2 keeps even a four-trip loop a loop), a loop
 // for a run-time one. Host only (its callers are the CPU kernels): nvcc
-// refuses a host lambda called from a host-device function.
+// refuses a host lambda called from a host-device function. Declared inline,
+// as the kernels' helpers below: GCC inlines a template that says so under
+// higher limits, and without it left these calls out of line (the cross
+// products ran 3x slower).
 template <class F, int... Q>
-void for_each_of_width(std::integer_sequence<int, Q...>, const F& f) {
+inline void for_each_of_width(std::integer_sequence<int, Q...>, const F& f) {
   (f(Q), ...);
 }
 template <int Width, class F>
-void for_each_of_width(std::integral_constant<int, Width>, const F& f) {
+inline void for_each_of_width(std::integral_constant<int, Width>, const F& f) {
   for_each_of_width(std::make_integer_sequence<int, Width>(), f);
 }
 template <class F>
-void for_each_of_width(int width, const F& f) {
+inline void for_each_of_width(int width, const F& f) {
   for (int q = 0; q < width; ++q) f(q);
 }
 
@@ -170,7 +173,7 @@ void for_each_cross_product_row(const FirstView& first, const ValuesView& values
 // keeps every addition scalar, since it cannot tell the stores from the next
 // loads). Each entry gets the same term as before, in the same order.
 template <class Sum, class Width>
-void add_to_row(Sum* row, const Sum* terms, Width width) {
+inline void add_to_row(Sum* row, const Sum* terms, Width width) {
   Sum updated[bspline_max_degree + 1];
   for_each_of_width(width, [&](int r) { updated[r] = row[r] + terms[r]; });
   for_each_of_width(width, [&](int r) { row[r] = updated[r]; });
@@ -178,7 +181,7 @@ void add_to_row(Sum* row, const Sum* terms, Width width) {
 
 // block[q k + r] += left[q] right[r] for q, r < width, row by row.
 template <class Sum, class Width>
-void add_outer_product(Sum* block, int k, const Sum* left, const Sum* right, Width width) {
+inline void add_outer_product(Sum* block, int k, const Sum* left, const Sum* right, Width width) {
   for_each_of_width(width, [&](int q) {
     Sum terms[bspline_max_degree + 1];
     for_each_of_width(width, [&](int r) { terms[r] = left[q] * right[r]; });
