@@ -1138,6 +1138,36 @@ KPL_EXECUTION_SPACE_TEST(Gam, GaussianMatchesHostReferenceOnOddSizes) {
   }
 }
 
+// Gram mode without weights copies a block selected before from the
+// transpose in its own cache slot (on host backends) instead of summing it
+// again; with weights it sums every block. Weights of one give the same sums
+// term by term, so both fits must agree to the last bit.
+KPL_EXECUTION_SPACE_TEST(Gam, GramModeReusedBlocksKeepTheBits) {
+  using Space = TypeParam;
+  kpl::GamSimulation simulation;
+  simulation.observations = 1500;
+  simulation.covariates = 40;
+  simulation.informative = 8;
+  simulation.seed = 5;
+  const auto data = kpl::simulate_gam(simulation);
+  auto X = on_device<Space>(data.X);
+  auto y = on_device<Space>(data.y);
+  kpl::GamOptions options;
+  options.mstop = 200;
+  options.mode = kpl::GamMode::gram;
+  const auto plain = kpl::fit_gam(Space(), X, y, options);
+  const std::set<std::int64_t> chosen(plain.selected.begin(), plain.selected.end());
+  ASSERT_GE(chosen.size(), 3u);  // blocks to reuse
+  kpl::GamObservations<typename Space::memory_space> observations;
+  kpl::hdf5::HostArray<double, 1> ones("ones", 1500);
+  Kokkos::deep_copy(ones, 1.0);
+  observations.weights = to_device_vector<double, Space>(ones);
+  const auto weighted = kpl::fit_gam(Space(), X, y, observations, options);
+  EXPECT_EQ(plain.selected, weighted.selected);
+  EXPECT_EQ(plain.risk, weighted.risk);
+  EXPECT_EQ(plain.coefficients, weighted.coefficients);
+}
+
 // ------------------------------------------------ simulation and validation
 
 KPL_EXECUTION_SPACE_TEST(Gam, FindsTheSimulationsInformativeCovariates) {

@@ -189,6 +189,7 @@ class GamBooster {
   void iterate(Run& run, int m);
   void select_and_step(Run& run, int m);
   void iterate_gram(Run& run, int m);
+  void form_cross_product_slot(Run& run, int s, std::int64_t slot);
   void iterate_dense(Run& run, int m);
   void compute_gradient_products();
   void products_from_rows();

@@ -275,9 +275,8 @@ void GamBooster<ExecutionSpace, T>::iterate_gram(Run& run, int m) {
     slot = run.slot_of[s];
   } else {
     slot = run.used < run.slots ? run.used++ : run.slots;
+    form_cross_product_slot(run, s, slot);
     if (slot < run.slots) run.slot_of[s] = static_cast<int>(slot);
-    kpl::cross_products(space_, basis_, run.weights, s, slot_blocks(), &product_workspace_);
-    sum_over_processes(slot_blocks());
   }
   gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients, run.gram,
                 run.risk_sums, m);
@@ -285,6 +284,42 @@ void GamBooster<ExecutionSpace, T>::iterate_gram(Run& run, int m) {
   if ((m + 1) % options_.gram_refresh == 0 || m + 1 == run.mstop) {
     refresh(run, m + 1);
     if (m + 1 < run.mstop) compute_gradient_products();
+  }
+}
+
+// Slot `slot` of the Gram cache := B_j^T W B_s for every block j. Without
+// weights, on host backends, a block j selected before is (B_s^T B_j)^T,
+// already in j's slot with the same bits (every term B_j(i, a) B_s(i, b)
+// either way round, the rows in the same order and chunks): copied, not
+// summed again.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::form_cross_product_slot(Run& run, int s, std::int64_t slot) {
+  const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+  const auto slot_blocks = Kokkos::subview(
+      run.cache, std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block));
+  std::vector<std::int64_t> reused;
+  if constexpr (impl::compact_basis_on_host<ExecutionSpace>)
+    if (run.weights.extent(0) == 0 && basis_.rows() > 0)
+      for (std::int64_t j = 0; j < learners_; ++j)
+        if (j != s && run.slot_of[j] >= 0) reused.push_back(j);
+  if (reused.empty()) {
+    kpl::cross_products(space_, basis_, run.weights, s, slot_blocks, &product_workspace_);
+  } else {
+    Kokkos::View<std::uint8_t*, Kokkos::HostSpace> skipped("kpl::gam::reused_blocks", learners_);
+    for (const std::int64_t j : reused) skipped(j) = 1;
+    impl::compact_cross_products(space_, basis_, run.weights, s, slot_blocks,
+                                 product_workspace_, impl::SkippedBlocks(skipped));
+  }
+  sum_over_processes(slot_blocks);
+  space_.fence();
+  if constexpr (impl::compact_basis_on_host<ExecutionSpace>) {
+    for (const std::int64_t j : reused) {
+      const std::int64_t source = (run.slot_of[j] * learners_ + s) * block;
+      const std::int64_t target = (slot * learners_ + j) * block;
+      for (int a = 0; a < k_; ++a)
+        for (int b = 0; b < k_; ++b)
+          run.cache(target + a * k_ + b) = run.cache(source + b * k_ + a);
+    }
   }
 }
 

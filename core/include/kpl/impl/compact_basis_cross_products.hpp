@@ -21,6 +21,9 @@
 namespace kpl {
 namespace impl {
 
+// Blocks a caller fills itself (non-zero: skipped), or empty for none.
+using SkippedBlocks = Kokkos::View<const std::uint8_t*, Kokkos::HostSpace>;
+
 // CPU: one thread per (block, chunk) adds each row's width x width outer
 // product in row order, through raw streams (cubic splines unrolled; the
 // rows of the outer product are contiguous in `sums`, added as vectors).
@@ -31,6 +34,7 @@ struct CrossProductsInRowOrder {
   ValuesView values;
   WView w;
   Output output;
+  SkippedBlocks skipped;
   std::int64_t rows, rows_per_team, partner;
   int k, width;
 
@@ -38,6 +42,7 @@ struct CrossProductsInRowOrder {
     using Sum = typename decltype(output.out)::non_const_value_type;
     const std::int64_t chunks = output.chunks;
     const std::int64_t j = team / chunks, chunk = team % chunks;
+    if (skipped.extent(0) != 0 && skipped(j)) return;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
     std::vector<Sum> sums(std::size_t(k) * k, Sum(0));
@@ -148,22 +153,27 @@ void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& bas
 template <class ExecutionSpace, class Basis, class WView, class Output>
 void cross_products_in_row_order(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                  std::int64_t partner, std::int64_t rows_per_team,
-                                 const Output& output) {
+                                 const Output& output, const SkippedBlocks& skipped) {
   using Functor =
       CrossProductsInRowOrder<decltype(basis.first), decltype(basis.values), WView, Output>;
+  // Dynamic: skipped blocks leave the static shares uneven.
   Kokkos::parallel_for(
       "kpl::compact_basis::cross_products",
-      Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.blocks() * output.chunks),
-      Functor{basis.first, basis.values, w, output, basis.rows(), rows_per_team, partner,
+      Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(
+          space, 0, basis.blocks() * output.chunks),
+      Functor{basis.first, basis.values, w, output, skipped, basis.rows(), rows_per_team, partner,
               basis.basis_size, basis.width()});
 }
 
 // out = B^T W B_partner: chunks sized for the execution space, each summed
 // by the space's strategy, then added in order. workspace: a
-// CompactProductWorkspace.
+// CompactProductWorkspace. On host backends the blocks marked in `skipped`
+// are left out (their contents unspecified: the caller fills them); other
+// backends compute every block.
 template <class ExecutionSpace, class Basis, class WView, class OutView, class Workspace>
 void compact_cross_products(const ExecutionSpace& space, const Basis& basis, const WView& w,
-                            std::int64_t partner, const OutView& out, Workspace& workspace) {
+                            std::int64_t partner, const OutView& out, Workspace& workspace,
+                            const SkippedBlocks& skipped = {}) {
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
   const std::int64_t rows_per_team = cross_rows_per_team(space, rows, blocks);
@@ -171,7 +181,7 @@ void compact_cross_products(const ExecutionSpace& space, const Basis& basis, con
   const ChunkSums<OutView> output{
       out, workspace.reserve(chunks > 1 ? blocks * chunks * entries : 0), chunks, entries};
   if constexpr (compact_basis_on_host<ExecutionSpace>)
-    cross_products_in_row_order(space, basis, w, partner, rows_per_team, output);
+    cross_products_in_row_order(space, basis, w, partner, rows_per_team, output, skipped);
   else
     cross_products_in_fixed_point(space, basis, w, partner, rows_per_team, output,
                                   compact_team_size<ExecutionSpace>());
