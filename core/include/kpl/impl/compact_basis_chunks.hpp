@@ -134,36 +134,46 @@ void with_width(int width, const RowsOf& rows_of) {
 }
 
 // The rows of B_j^T W B_other over rows [begin, end), one after another (a
-// CPU team's chunk, host only): for each row of non-zero weight,
-// row_block(corner, left, right, width) with the row's width x width outer
-// product left[q] right[r] going to entry corner + q k + r of the k x k
-// result; left[q] = w(i) scale B_j(i, first_j + q) and right[r] =
-// B_other(i, first_other + r), in Sum; width a compile-time constant for
-// cubic splines. Raw streams. Shared by cross_products and
+// CPU team's chunk, host only), for each block j of `blocks` (several share
+// one read of the partner's rows): for each row of non-zero weight and each
+// b, row_block(b, corner, left, right, width) with the row's width x width
+// outer product left[q] right[r] going to entry corner + q k + r of block
+// blocks[b]'s k x k result; left[q] = w(i) scale B_j(i, first_j + q) and
+// right[r] = B_other(i, first_other + r), in Sum; width a compile-time
+// constant for cubic splines. Raw streams. Shared by cross_products and
 // cross_product_parts.
-template <class Sum, class FirstView, class ValuesView, class WView, class RowBlock>
+template <class Sum, int Blocks, class FirstView, class ValuesView, class WView, class RowBlock>
 void for_each_cross_product_row(const FirstView& first, const ValuesView& values, const WView& w,
-                                std::int64_t j, std::int64_t other, std::int64_t begin,
-                                std::int64_t end, int k, int width, Sum scale,
+                                const std::int64_t (&blocks)[Blocks], std::int64_t other,
+                                std::int64_t begin, std::int64_t end, int k, int width, Sum scale,
                                 const RowBlock& row_block) {
   using T = typename ValuesView::non_const_value_type;
   const bool weighted = w.extent(0) != 0;
-  const int* row_columns = &first(j, 0);
+  const int* row_columns[Blocks];
+  const T* row_values[Blocks];
+  for (int b = 0; b < Blocks; ++b) {
+    row_columns[b] = &first(blocks[b], 0);
+    row_values[b] = &values(blocks[b], 0, 0);
+  }
   const int* partner_columns = &first(other, 0);
-  const T* row_values = &values(j, 0, 0);
   const T* partner_values = &values(other, 0, 0);
   const std::int64_t stride = values.stride(1);
   with_width(width, [&](auto width_constant) {
     for (std::int64_t i = begin; i < end; ++i) {
       const Sum weight = weighted ? Sum(w(i)) : Sum(1);
       if (weight == Sum(0)) continue;
-      Sum left[bspline_max_degree + 1], right[bspline_max_degree + 1];
-      for_each_of_width(width_constant, [&](int q) {
-        left[q] = weight * scale * Sum(row_values[q * stride + i]);
-        right[q] = Sum(partner_values[q * stride + i]);
-      });
-      row_block(std::int64_t(row_columns[i]) * k + partner_columns[i], left, right,
-                width_constant);
+      Sum right[bspline_max_degree + 1];
+      for_each_of_width(width_constant,
+                        [&](int r) { right[r] = Sum(partner_values[r * stride + i]); });
+      const std::int64_t partner_column = partner_columns[i];
+      for (int b = 0; b < Blocks; ++b) {
+        Sum left[bspline_max_degree + 1];
+        for_each_of_width(width_constant, [&](int q) {
+          left[q] = weight * scale * Sum(row_values[b][q * stride + i]);
+        });
+        row_block(b, std::int64_t(row_columns[b][i]) * k + partner_column, left, right,
+                  width_constant);
+      }
     }
   });
 }

@@ -24,10 +24,11 @@ namespace impl {
 // Blocks a caller fills itself (non-zero: skipped), or empty for none.
 using SkippedBlocks = Kokkos::View<const std::uint8_t*, Kokkos::HostSpace>;
 
-// CPU: one thread per (block, chunk) adds each row's width x width outer
-// product in row order, through raw streams (cubic splines unrolled; the
-// rows of the outer product are contiguous in `sums`, added as vectors).
-// Host only.
+// CPU: one thread per (pair of blocks, chunk) adds each row's width x width
+// outer products in row order, through raw streams (cubic splines unrolled;
+// the rows of an outer product are contiguous in `sums`, added as vectors).
+// The two blocks of a pair share one read of the partner's rows, unless the
+// partner is each block itself or one of them is skipped. Host only.
 template <class FirstView, class ValuesView, class WView, class Output>
 struct CrossProductsInRowOrder {
   FirstView first;
@@ -38,23 +39,43 @@ struct CrossProductsInRowOrder {
   std::int64_t rows, rows_per_team, partner;
   int k, width;
 
-  void operator()(const std::int64_t team) const {
+  static std::int64_t teams(std::int64_t blocks, std::int64_t chunks) {
+    return (blocks + 1) / 2 * chunks;
+  }
+
+  bool wanted(std::int64_t j) const {
+    return j < std::int64_t(first.extent(0)) && (skipped.extent(0) == 0 || !skipped(j));
+  }
+
+  template <int Blocks>
+  void sum_blocks(const std::int64_t (&blocks)[Blocks], std::int64_t chunk) const {
     using Sum = typename decltype(output.out)::non_const_value_type;
-    const std::int64_t chunks = output.chunks;
-    const std::int64_t j = team / chunks, chunk = team % chunks;
-    if (skipped.extent(0) != 0 && skipped(j)) return;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    std::vector<Sum> sums(std::size_t(k) * k, Sum(0));
-    for_each_cross_product_row(first, values, w, j, partner < 0 ? j : partner, begin, end, k,
-                               width, Sum(1),
-                               [&](std::int64_t corner, const Sum* left, const Sum* right,
+    const std::int64_t entries = std::int64_t(k) * k;
+    std::vector<Sum> sums(Blocks * entries, Sum(0));
+    for_each_cross_product_row(first, values, w, blocks, partner < 0 ? blocks[0] : partner,
+                               begin, end, k, width, Sum(1),
+                               [&](int b, std::int64_t corner, const Sum* left, const Sum* right,
                                    auto width_constant) {
-                                 add_outer_product(sums.data() + corner, k, left, right,
-                                                   width_constant);
+                                 add_outer_product(sums.data() + b * entries + corner, k, left,
+                                                   right, width_constant);
                                });
-    for (std::int64_t a = 0; a < std::int64_t(k) * k; ++a)
-      output.store(j, chunk, a, double(sums[a]));
+    for (int b = 0; b < Blocks; ++b)
+      for (std::int64_t a = 0; a < entries; ++a)
+        output.store(blocks[b], chunk, a, double(sums[b * entries + a]));
+  }
+
+  void operator()(const std::int64_t team) const {
+    const std::int64_t chunks = output.chunks;
+    const std::int64_t pair = team / chunks, chunk = team % chunks;
+    const std::int64_t one = 2 * pair, other = one + 1;
+    if (wanted(one) && wanted(other) && partner >= 0) {
+      sum_blocks({one, other}, chunk);
+      return;
+    }
+    for (const std::int64_t j : {one, other})
+      if (wanted(j)) sum_blocks({j}, chunk);
   }
 };
 
@@ -160,7 +181,7 @@ void cross_products_in_row_order(const ExecutionSpace& space, const Basis& basis
   Kokkos::parallel_for(
       "kpl::compact_basis::cross_products",
       Kokkos::RangePolicy<ExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>(
-          space, 0, basis.blocks() * output.chunks),
+          space, 0, Functor::teams(basis.blocks(), output.chunks)),
       Functor{basis.first, basis.values, w, output, skipped, basis.rows(), rows_per_team, partner,
               basis.basis_size, basis.width()});
 }

@@ -59,9 +59,11 @@ struct CrossProductPartsInRowOrder {
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
     std::vector<double> sums(parts * entries, 0.0);
+    const std::int64_t block[] = {j};
     for_each_cross_product_row(
-        first, values, w, j, partner < 0 ? j : partner, begin, end, k, width, grid.scale,
-        [&](std::int64_t corner, const double* left, const double* right, auto width_constant) {
+        first, values, w, block, partner < 0 ? j : partner, begin, end, k, width, grid.scale,
+        [&](int, std::int64_t corner, const double* left, const double* right,
+            auto width_constant) {
           for_each_of_width(width_constant, [&](int q) {
             double slices[parts][bspline_max_degree + 1];
             for_each_of_width(width_constant, [&](int r) {
