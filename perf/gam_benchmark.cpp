@@ -116,6 +116,17 @@ kpl::CompactBasis<T, typename Space::memory_space> compact_basis(const Space& sp
   return basis;
 }
 
+// Times one product over the basis a call and reports the bytes it reads.
+template <class Space, class Product>
+void time_product(benchmark::State& state, const Space& space, double bytes,
+                  const Product& product) {
+  for (auto _ : state) {
+    product();
+    space.fence();
+  }
+  kpl::perf::report_bytes(state, bytes, Space::name());
+}
+
 // B^T u for all learners from the compact basis: the direct mode's kernel.
 template <class Space, class T>
 void gam_transpose_product(benchmark::State& state, int k) {
@@ -125,11 +136,8 @@ void gam_transpose_product(benchmark::State& state, int k) {
   const auto basis = compact_basis<Space, T>(space, n, k);
   Kokkos::View<double*, Memory> u("u", n), c("c", covariates * k);
   Kokkos::deep_copy(u, 1.0);
-  for (auto _ : state) {
-    kpl::transpose_product(space, basis, u, c);
-    space.fence();
-  }
-  kpl::perf::report_bytes(state, double(basis.bytes() + n * sizeof(double)), Space::name());
+  time_product(state, space, double(basis.bytes() + n * sizeof(double)),
+               [&] { kpl::transpose_product(space, basis, u, c); });
 }
 
 // B_j^T B_s for every learner j and one selected learner s: what Gram mode
@@ -143,11 +151,9 @@ void gam_cross_products(benchmark::State& state, int k) {
   const Kokkos::View<double*, Memory> no_weights("w", 0), out("out", covariates * k * k);
   kpl::CompactProductWorkspace<Memory> workspace;
   constexpr std::int64_t selected = 7;
-  for (auto _ : state) {
+  time_product(state, space, double(basis.bytes()), [&] {
     kpl::cross_products(space, basis, no_weights, selected, out, &workspace);
-    space.fence();
-  }
-  kpl::perf::report_bytes(state, double(basis.bytes()), Space::name());
+  });
 }
 
 // Every learner's own B_j^T B_j as exact parts (kpl::cross_product_parts):
@@ -163,11 +169,8 @@ void gam_cross_product_parts(benchmark::State& state, int k) {
                                             kpl::ExactSumGrid::parts * covariates * k * k);
   const auto bounds = kpl::cross_product_bounds(space, basis, no_weights);
   const auto grid = kpl::ExactSumGrid::covering(bounds.term(), n);
-  for (auto _ : state) {
-    kpl::cross_product_parts(space, basis, no_weights, -1, grid, parts);
-    space.fence();
-  }
-  kpl::perf::report_bytes(state, double(basis.bytes()), Space::name());
+  time_product(state, space, double(basis.bytes()),
+               [&] { kpl::cross_product_parts(space, basis, no_weights, -1, grid, parts); });
 }
 
 // B^T u for all learners from the evaluated basis (kpl/evaluated_basis.hpp):
@@ -184,11 +187,8 @@ void gam_evaluated_transpose_product(benchmark::State& state, int k) {
   Kokkos::View<double*, Memory> u("u", n), c("c", covariates * k);
   Kokkos::deep_copy(u, 1.0);
   kpl::CompactProductWorkspace<Memory> workspace;
-  for (auto _ : state) {
-    kpl::transpose_product(space, basis, u, c, &workspace);
-    space.fence();
-  }
-  kpl::perf::report_bytes(state, double(basis.bytes() + n * sizeof(double)), Space::name());
+  time_product(state, space, double(basis.bytes() + n * sizeof(double)),
+               [&] { kpl::transpose_product(space, basis, u, c, &workspace); });
 }
 
 template <class T>

@@ -1138,18 +1138,25 @@ KPL_EXECUTION_SPACE_TEST(Gam, GaussianMatchesHostReferenceOnOddSizes) {
   }
 }
 
+// The simulation of Sieminski & Lee with n rows, p covariates of which
+// `informative` carry signal.
+kpl::GamSimulation simulation_of(std::int64_t n, std::int64_t p, std::int64_t informative,
+                                 std::uint64_t seed) {
+  kpl::GamSimulation simulation;
+  simulation.observations = n;
+  simulation.covariates = p;
+  simulation.informative = informative;
+  simulation.seed = seed;
+  return simulation;
+}
+
 // Gram mode without weights copies a block selected before from the
 // transpose in its own cache slot (on host backends) instead of summing it
 // again; with weights it sums every block. Weights of one give the same sums
 // term by term, so both fits must agree to the last bit.
 KPL_EXECUTION_SPACE_TEST(Gam, GramModeReusedBlocksKeepTheBits) {
   using Space = TypeParam;
-  kpl::GamSimulation simulation;
-  simulation.observations = 1500;
-  simulation.covariates = 40;
-  simulation.informative = 8;
-  simulation.seed = 5;
-  const auto data = kpl::simulate_gam(simulation);
+  const auto data = kpl::simulate_gam(simulation_of(1500, 40, 8, 5));
   auto X = on_device<Space>(data.X);
   auto y = on_device<Space>(data.y);
   kpl::GamOptions options;
@@ -1172,12 +1179,7 @@ KPL_EXECUTION_SPACE_TEST(Gam, GramModeReusedBlocksKeepTheBits) {
 
 KPL_EXECUTION_SPACE_TEST(Gam, FindsTheSimulationsInformativeCovariates) {
   using Space = TypeParam;
-  kpl::GamSimulation simulation;
-  simulation.observations = 1500;
-  simulation.covariates = 40;
-  simulation.informative = 8;
-  simulation.seed = 3;
-  const auto data = kpl::simulate_gam(simulation);
+  const auto data = kpl::simulate_gam(simulation_of(1500, 40, 8, 3));
   ASSERT_EQ(data.informative.size(), 8u);
   auto X = on_device<Space>(data.X);
   auto y = on_device<Space>(data.y);
@@ -1196,10 +1198,7 @@ KPL_EXECUTION_SPACE_TEST(Gam, FindsTheSimulationsInformativeCovariates) {
 
 KPL_EXECUTION_SPACE_TEST(Gam, CrossValidationPicksTheLeastOutOfFoldRisk) {
   using Space = TypeParam;
-  kpl::GamSimulation simulation;
-  simulation.observations = 400;
-  simulation.covariates = 6;
-  simulation.informative = 2;
+  auto simulation = simulation_of(400, 6, 2, kpl::GamSimulation().seed);
   simulation.noise_variance = 4;
   const auto data = kpl::simulate_gam(simulation);
   auto X = on_device<Space>(data.X);
