@@ -36,7 +36,7 @@ template <class T>
 Kokkos::View<T**, Kokkos::LayoutRight, Memory> to_device(const hdf5::HostArray<double, 2>& host) {
   using Device = Kokkos::View<T**, Kokkos::LayoutRight, Memory>;
   // On host backends the rows as read are already what the fit takes: a copy
-  // would cost a fit of 1e5 x 100 a fresh 80 MB and its page faults.
+  // would cost a second X and the page faults of its first touch.
   if constexpr (std::is_same_v<Device, hdf5::HostArray<double, 2>>) return host;
   Device device(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::X"), host.extent(0),

@@ -108,8 +108,8 @@ KOKKOS_INLINE_FUNCTION constexpr int width_value(std::integral_constant<int, Wid
 // for a run-time one. Host only (its callers are the CPU kernels): nvcc
 // refuses a host lambda called from a host-device function. Declared inline,
 // as the kernels' helpers below: GCC inlines a template that says so under
-// higher limits, and without it left these calls out of line (the cross
-// products ran 3x slower).
+// higher limits, and without it left these calls, and the kernels' rows with
+// them, out of line.
 template <class F, int... Q>
 inline void for_each_of_width(std::integer_sequence<int, Q...>, const F& f) {
   (f(Q), ...);
