@@ -299,10 +299,10 @@ void GamBooster<ExecutionSpace, T>::form_cross_product_slot(Run& run, int s, std
       run.cache, std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block));
   std::vector<std::int64_t> reused;
   if constexpr (impl::compact_basis_on_host<ExecutionSpace>)
-    if (run.weights.extent(0) == 0 && basis_.rows() > 0)
+    if (run.weights.extent(0) == 0)  // the same choice on every process
       for (std::int64_t j = 0; j < learners_; ++j)
         if (j != s && run.slot_of[j] >= 0) reused.push_back(j);
-  if (reused.empty()) {
+  if (reused.empty() || basis_.rows() == 0) {  // a process without rows adds zeros
     kpl::cross_products(space_, basis_, run.weights, s, slot_blocks, &product_workspace_);
   } else {
     Kokkos::View<std::uint8_t*, Kokkos::HostSpace> skipped("kpl::gam::reused_blocks", learners_);
