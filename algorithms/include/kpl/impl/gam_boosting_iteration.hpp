@@ -311,8 +311,8 @@ void GamBooster<ExecutionSpace, T>::form_cross_product_slot(Run& run, int s, std
                                  product_workspace_, impl::SkippedBlocks(skipped));
   }
   sum_over_processes(slot_blocks);
-  space_.fence();
   if constexpr (impl::compact_basis_on_host<ExecutionSpace>) {
+    if (!reused.empty()) space_.fence();  // the host reads the slots next
     for (const std::int64_t j : reused) {
       const std::int64_t source = (run.slot_of[j] * learners_ + s) * block;
       const std::int64_t target = (slot * learners_ + j) * block;
