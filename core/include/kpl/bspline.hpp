@@ -110,18 +110,23 @@ KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double
   }
   // de Boor's recursion on knots ..., -1, 0, 1, 2, ... (span [0, 1]):
   // left[j] = local + j - 1, right[j] = j - local, and every denominator
-  // right[r + 1] + left[j - r] equals j.
+  // right[r + 1] + left[j - r] equals j. Multiplied by 1 / j rather than
+  // divided by j: with the degree a compile-time constant the reciprocals are
+  // constants, and a GPU's double division is a dozen instructions, the
+  // larger part of a row's evaluation where a kernel evaluates every row it
+  // reads (kpl/evaluated_basis.hpp).
   double lower_degree[bspline_max_degree + 1];  // degree d - 1 values, for slopes
   values[0] = 1;
   lower_degree[0] = 1;
   for (int j = 1; j <= degree; ++j) {
     if (j == degree)
       for (int r = 0; r < degree; ++r) lower_degree[r] = values[r];
+    const double reciprocal = 1.0 / j;
     double saved = 0;
     for (int r = 0; r < j; ++r) {
       const double right = r + 1 - local;
       const double left = local + (j - r) - 1;
-      const double term = values[r] / j;
+      const double term = values[r] * reciprocal;
       values[r] = saved + right * term;
       saved = left * term;
     }
