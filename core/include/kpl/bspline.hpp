@@ -76,6 +76,11 @@ void with_bspline_degree(int degree, const Launch& launch) {
     launch(degree);
 }
 
+KOKKOS_INLINE_FUNCTION double bspline_in_spacings(double distance, bool scaled,
+                                                  double reciprocal_spacing, double spacing) {
+  return scaled ? distance * reciprocal_spacing : distance / spacing;
+}
+
 // bspline_row with the degree given as an int or a compile-time constant
 // (the same operations in the same order either way: the same bits).
 template <class Degree>
@@ -83,6 +88,12 @@ KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double
                                                  Degree degree_argument) {
   const int degree = bspline_degree_value(degree_argument);
   const int intervals = mesh.intervals();
+  // Distances in units of the spacing: multiplied by the mesh's reciprocal
+  // spacing (the same for every row, so a kernel computes it once) instead of
+  // a division per row; divided where a range below ~1e-307 would overflow
+  // the reciprocal.
+  const double reciprocal_spacing = intervals / (mesh.upper - mesh.lower);
+  const bool scaled = reciprocal_spacing <= 1.7e308;
   const double spacing = mesh.spacing();
   // The interval holding x and x's position inside it, in [0, 1]; outside the
   // range, the boundary (the linear extension below starts there).
@@ -92,13 +103,13 @@ KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double
   if (x < mesh.lower) {
     interval = 0;
     local = 0;
-    beyond = (x - mesh.lower) / spacing;
+    beyond = bspline_in_spacings(x - mesh.lower, scaled, reciprocal_spacing, spacing);
   } else if (x > mesh.upper) {
     interval = intervals - 1;
     local = 1;
-    beyond = (x - mesh.upper) / spacing;
+    beyond = bspline_in_spacings(x - mesh.upper, scaled, reciprocal_spacing, spacing);
   } else {
-    double position = (x - mesh.lower) / spacing;
+    double position = bspline_in_spacings(x - mesh.lower, scaled, reciprocal_spacing, spacing);
     // Clamped before the conversion: a range or spacing that over- or
     // underflowed makes position NaN or infinite, and converting that to
     // int would be undefined (an index far outside the basis).
