@@ -140,6 +140,41 @@ KPL_EXECUTION_SPACE_TEST(Gam, BsplineBasisMatchesCoxDeBoor) {
   check_basis_against_cox_de_boor<TypeParam>();
 }
 
+// A range so narrow that its reciprocal spacing overflows (the evaluation
+// divides there instead of multiplying) gives the basis of the unit range at
+// the same relative positions, inside and past both ends.
+KPL_EXECUTION_SPACE_TEST(Gam, BsplineOfATinyRangeIsTheUnitRangesBasis) {
+  using Memory = typename TypeParam::memory_space;
+  TypeParam space;
+  const double width = 5e-308;  // intervals / width overflows a double
+  const kpl::BsplineMesh tiny{0.0, width, 24, 3}, unit{0.0, 1.0, 24, 3};
+  ASSERT_FALSE(tiny.intervals() / (tiny.upper - tiny.lower) <= 1.7e308);
+  const std::vector<double> positions{0.0, 1.0, 0.3, 0.61, 0.999, -0.4, 1.25};
+  const std::int64_t n = positions.size();
+  const auto basis_at = [&](const kpl::BsplineMesh& mesh, double scale) {
+    Kokkos::View<double**, Kokkos::LayoutLeft, Memory> X("X", n, 1);
+    auto host_X = Kokkos::create_mirror_view(X);
+    for (std::int64_t i = 0; i < n; ++i) host_X(i, 0) = positions[i] * scale;
+    Kokkos::deep_copy(X, host_X);
+    Kokkos::View<kpl::BsplineMesh*, Memory> meshes("meshes", 1);
+    auto host_meshes = Kokkos::create_mirror_view(meshes);
+    host_meshes(0) = mesh;
+    Kokkos::deep_copy(meshes, host_meshes);
+    kpl::CompactBasis<double, Memory> basis("basis", 1, n, 4, 24);
+    kpl::build_bspline_basis(space, X, meshes, basis);
+    return std::make_pair(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), basis.first),
+                          Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), basis.values));
+  };
+  const auto [tiny_first, tiny_values] = basis_at(tiny, width);
+  const auto [unit_first, unit_values] = basis_at(unit, 1.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(tiny_first(0, i), unit_first(0, i)) << "position " << positions[i];
+    for (int q = 0; q < 4; ++q)
+      EXPECT_NEAR(tiny_values(0, q, i), unit_values(0, q, i), 1e-9)
+          << "position " << positions[i] << " value " << q;
+  }
+}
+
 // Products with a random compact basis against the same basis stored densely.
 template <class Space>
 void check_compact_products(std::int64_t n, std::int64_t p, int k, int degree) {
