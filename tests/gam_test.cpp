@@ -140,6 +140,37 @@ KPL_EXECUTION_SPACE_TEST(Gam, BsplineBasisMatchesCoxDeBoor) {
   check_basis_against_cox_de_boor<TypeParam>();
 }
 
+// Chunk partial sums added by vector lanes (the GPU way for many chunks),
+// with teams of up to 2 threads of 2 lanes here, against the host's sums in
+// chunk order; the same bits on a second call.
+KPL_EXECUTION_SPACE_TEST(Gam, ChunkSumsByLanesMatchTheHostSums) {
+  using Memory = typename TypeParam::memory_space;
+  TypeParam space;
+  const std::int64_t blocks = 3, chunks = 75, entries = 5;
+  Kokkos::View<double*, Memory> partials("partials", blocks * chunks * entries);
+  auto host_partials = Kokkos::create_mirror_view(partials);
+  std::mt19937_64 generator(5);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (std::size_t i = 0; i < host_partials.size(); ++i) host_partials(i) = uniform(generator);
+  Kokkos::deep_copy(partials, host_partials);
+  Kokkos::View<double*, Memory> out("out", blocks * entries);
+  const auto add = [&] {
+    kpl::impl::add_chunks_by_lanes(space, partials, blocks, chunks, entries, out,
+                                   std::min(2, space.concurrency()), 2);
+    return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  };
+  const auto first = add();
+  const auto second = add();
+  for (std::int64_t j = 0; j < blocks; ++j)
+    for (std::int64_t e = 0; e < entries; ++e) {
+      double expected = 0;
+      for (std::int64_t c = 0; c < chunks; ++c)
+        expected += host_partials((j * chunks + c) * entries + e);
+      EXPECT_NEAR(first(j * entries + e), expected, 1e-13) << "block " << j << " entry " << e;
+      EXPECT_EQ(second(j * entries + e), first(j * entries + e));
+    }
+}
+
 // A range so narrow that its reciprocal spacing overflows (the evaluation
 // divides there instead of multiplying) gives the basis of the unit range at
 // the same relative positions, inside and past both ends.

@@ -69,7 +69,8 @@ struct ChunkSums {
 };
 
 // out[j entries + e] = sum over chunks c, in order, of
-// partials[(j chunks + c) entries + e].
+// partials[(j chunks + c) entries + e]: on CPUs and for up to
+// chunks_added_in_order chunks on GPUs (more below: by lanes).
 template <class OutView>
 struct AddChunksInOrder {
   Kokkos::View<double*, typename OutView::memory_space> partials;
@@ -83,11 +84,56 @@ struct AddChunksInOrder {
   }
 };
 
+// The same sums by the vector lanes of a team thread each: lane l adds
+// chunks l, l + L, ..., and a vector reduction adds the lanes (a fixed tree,
+// the same bits every run). On GPUs one thread per sum adding hundreds of
+// chunks in turn waits on each load: a thousand rows of n = 1e6 make 245
+// chunks, and that one thread per sum took longer than a tenth of the product.
+template <class ExecutionSpace, class OutView>
+struct AddChunksByLanes {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  Kokkos::View<double*, typename OutView::memory_space> partials;
+  std::int64_t chunks, entries;
+  OutView out;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t j = member.league_rank();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](const std::int64_t e) {
+      double total = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(member, chunks),
+          [&](const std::int64_t c, double& sum) {
+            sum += partials((j * chunks + c) * entries + e);
+          },
+          total);
+      Kokkos::single(Kokkos::PerThread(member),
+                     [&] { out(j * entries + e) = typename OutView::non_const_value_type(total); });
+    });
+  }
+};
+
+// Chunks beyond which GPUs add them by lanes.
+inline constexpr std::int64_t chunks_added_in_order = 32;
+
+template <class ExecutionSpace, class OutView>
+void add_chunks_by_lanes(const ExecutionSpace& space,
+                         const Kokkos::View<double*, typename OutView::memory_space>& partials,
+                         std::int64_t blocks, std::int64_t chunks, std::int64_t entries,
+                         const OutView& out, int team_size, int vector_length) {
+  Kokkos::parallel_for(
+      "kpl::compact_basis::add_chunks_by_lanes",
+      Kokkos::TeamPolicy<ExecutionSpace>(space, static_cast<int>(blocks), team_size, vector_length),
+      AddChunksByLanes<ExecutionSpace, OutView>{partials, chunks, entries, out});
+}
+
 template <class ExecutionSpace, class OutView>
 void add_chunks_in_order(const ExecutionSpace& space,
                          const Kokkos::View<double*, typename OutView::memory_space>& partials,
                          std::int64_t blocks, std::int64_t chunks, std::int64_t entries,
                          const OutView& out) {
+  if (!compact_basis_on_host<ExecutionSpace> && chunks > chunks_added_in_order) {
+    add_chunks_by_lanes(space, partials, blocks, chunks, entries, out, 8, 32);
+    return;
+  }
   Kokkos::parallel_for("kpl::compact_basis::add_chunks_in_order",
                        Kokkos::RangePolicy<ExecutionSpace>(space, 0, blocks * entries),
                        AddChunksInOrder<OutView>{partials, chunks, entries, out});
