@@ -87,8 +87,8 @@ struct AddChunksInOrder {
 // The same sums by the vector lanes of a team thread each: lane l adds
 // chunks l, l + L, ..., and a vector reduction adds the lanes (a fixed tree,
 // the same bits every run). On GPUs one thread per sum adding hundreds of
-// chunks in turn waits on each load: a thousand rows of n = 1e6 make 245
-// chunks, and that one thread per sum took longer than a tenth of the product.
+// chunks (n = 1e6 in chunks of 4096 rows: 245) waits on each load in turn,
+// with too few threads to hide it.
 template <class ExecutionSpace, class OutView>
 struct AddChunksByLanes {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;

@@ -117,14 +117,13 @@ struct EvaluatedTransposeProductByColumns {
   }
 
   // Thread t's terms of block j over rows begin + t, begin + t + T, ..., in
-  // that order, eight rows at a time: their covariates and weights are loaded
-  // before the first is evaluated, so that eight loads from memory are in
+  // that order, four rows at a time: their covariates and weights are loaded
+  // before the first is evaluated, so that four loads from memory are in
   // flight instead of one (the kernel waits on memory latency, not on
   // bandwidth; a row past the end loads the first row's values again
-  // and adds nothing). (Two rows evaluated at a time were slower on the
-  // H100: the registers they need cost more occupancy than their overlap
-  // gained.)
-  static constexpr int rows_in_flight = 8;
+  // and adds nothing). Eight rows ahead, or two rows evaluated at a time,
+  // need registers that cost more occupancy than the overlap gains.
+  static constexpr int rows_in_flight = 4;
   KOKKOS_INLINE_FUNCTION void add_rows(std::int64_t j, int thread, int threads, std::int64_t begin,
                                        std::int64_t end, double* column,
                                        std::int64_t stride) const {
