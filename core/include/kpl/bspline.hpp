@@ -76,9 +76,11 @@ void with_bspline_degree(int degree, const Launch& launch) {
     launch(degree);
 }
 
-KOKKOS_INLINE_FUNCTION double bspline_in_spacings(double distance, bool scaled,
-                                                  double reciprocal_spacing, double spacing) {
-  return scaled ? distance * reciprocal_spacing : distance / spacing;
+// distance / mesh.spacing(), as distance times the reciprocal spacing where
+// that is finite.
+KOKKOS_INLINE_FUNCTION double bspline_in_spacings(double distance, double reciprocal_spacing,
+                                                  const BsplineMesh& mesh) {
+  return reciprocal_spacing <= 1.7e308 ? distance * reciprocal_spacing : distance / mesh.spacing();
 }
 
 // bspline_row with the degree given as an int or a compile-time constant
@@ -93,8 +95,6 @@ KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double
   // a division per row; divided where a range below ~1e-307 would overflow
   // the reciprocal.
   const double reciprocal_spacing = intervals / (mesh.upper - mesh.lower);
-  const bool scaled = reciprocal_spacing <= 1.7e308;
-  const double spacing = mesh.spacing();
   // The interval holding x and x's position inside it, in [0, 1]; outside the
   // range, the boundary (the linear extension below starts there).
   int interval;
@@ -103,13 +103,13 @@ KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double
   if (x < mesh.lower) {
     interval = 0;
     local = 0;
-    beyond = bspline_in_spacings(x - mesh.lower, scaled, reciprocal_spacing, spacing);
+    beyond = bspline_in_spacings(x - mesh.lower, reciprocal_spacing, mesh);
   } else if (x > mesh.upper) {
     interval = intervals - 1;
     local = 1;
-    beyond = bspline_in_spacings(x - mesh.upper, scaled, reciprocal_spacing, spacing);
+    beyond = bspline_in_spacings(x - mesh.upper, reciprocal_spacing, mesh);
   } else {
-    double position = bspline_in_spacings(x - mesh.lower, scaled, reciprocal_spacing, spacing);
+    double position = bspline_in_spacings(x - mesh.lower, reciprocal_spacing, mesh);
     // Clamped before the conversion: a range or spacing that over- or
     // underflowed makes position NaN or infinite, and converting that to
     // int would be undefined (an index far outside the basis).
