@@ -574,6 +574,47 @@ KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfNonFiniteAndZeroWeights) {
   EXPECT_THROW(kpl::ExactSumGrid::covering(1, std::int64_t(1) << 50), std::invalid_argument);
 }
 
+// A grid whose bound some term exceeds (a caller's mistake): the GPU
+// strategy's integer slices cannot hold that term, so its team sums double
+// slices instead, and the value stays the product's; NaN weights give NaN
+// there too. Both strategies, teams of one and two threads.
+KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfTermsBeyondTheGrid) {
+  constexpr std::int64_t n = 50;
+  constexpr int k = 6, degree = 3;
+  HostMatrix host_X("X", n, 1);
+  HostVector host_w("w", n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    host_X(i, 0) = 0.02 * i;
+    host_w(i) = i == 7 ? std::ldexp(1.0, 40) : 1.0;
+  }
+  const auto grid = kpl::ExactSumGrid::covering(1, n);
+  for (const int strategy : {0, 1}) {
+    SCOPED_TRACE("strategy " + std::to_string(strategy));
+    const auto parts =
+        exact_parts_of_rows<TypeParam, double>(host_X, host_w, 0, n, k, degree, grid, strategy, 20);
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b) {
+        long double expected = 0, magnitude = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const auto row = reference_row({-0.05, 1.15, k, degree}, host_X(i, 0));
+          const long double term = (long double)host_w(i) * row[a] * row[b];
+          expected += term;
+          magnitude += std::fabs(term);
+        }
+        EXPECT_NEAR(grid.value(parts, k * k, a * k + b), double(expected),
+                    1e-12 * double(magnitude) + 1e-300)
+            << "(" << a << ", " << b << ")";
+      }
+    host_w(7) = std::nan("");
+    const auto not_numbers =
+        exact_parts_of_rows<TypeParam, double>(host_X, host_w, 0, n, k, degree, grid, strategy, 20);
+    host_w(7) = std::ldexp(1.0, 40);
+    int not_a_number = 0;
+    for (int e = 0; e < k * k; ++e) not_a_number += std::isnan(grid.value(not_numbers, k * k, e));
+    EXPECT_GT(not_a_number, 0);
+  }
+}
+
 KPL_EXECUTION_SPACE_TEST(Gam, TeamStrategiesOfCompactProductsMatchDense) {
   check_team_strategies<TypeParam>(2000, 3, 10, 3);
   check_team_strategies<TypeParam>(300, 2, 7, 2);
