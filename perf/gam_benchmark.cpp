@@ -280,6 +280,7 @@ void register_for() {
           [k, run = run](benchmark::State& state) { run(state, k); });
       products->ArgName("n")->UseRealTime()->Unit(benchmark::kMicrosecond);
       products->Arg(10000)->Arg(100000);
+      if (!host) products->Arg(1000000);
     }
     auto* evaluated = benchmark::RegisterBenchmark(
         ("gam_kernel/transpose_product_evaluated" + suffix + "/k:" + std::to_string(k) + "/" +
