@@ -470,7 +470,7 @@ std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVect
     const kpl::impl::ExactPartSums<decltype(out)> sums{out, chunks, k * k};
     if (strategy == 1) {
       kpl::impl::cross_product_parts_by_atomics(space, basis, device_w, -1, grid, rows_per_team,
-                                                sums, std::min(2, space.concurrency()));
+                                                sums, std::min(2, space.concurrency()), 4);
     } else if constexpr (kpl::impl::compact_basis_on_host<Space>) {
       kpl::impl::cross_product_parts_in_row_order(space, basis, device_w, -1, grid, rows_per_team,
                                                   sums);
@@ -574,9 +574,9 @@ KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfNonFiniteAndZeroWeights) {
   EXPECT_THROW(kpl::ExactSumGrid::covering(1, std::int64_t(1) << 50), std::invalid_argument);
 }
 
-// A grid whose bound some term exceeds (a caller's mistake): the GPU
-// strategy's integer slices cannot hold that term, so its team sums double
-// slices instead, and the value stays the product's; NaN weights give NaN
+// A grid whose bound some term exceeds (a caller's mistake): the sums are no
+// longer exact, but their value stays the product's (a strategy that held
+// the slices as fixed-width integers would wrap); NaN weights give NaN
 // there too. Both strategies, teams of one and two threads.
 KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfTermsBeyondTheGrid) {
   constexpr std::int64_t n = 50;

@@ -21,8 +21,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 namespace kpl {
@@ -83,163 +83,91 @@ struct CrossProductPartsInRowOrder {
   }
 };
 
-// The extraction above read as an integer: with e = 1.5 x 2^52 x g, e + t
-// for |t| < 2^51 g lies where doubles are g apart, so the bits of e + t less
-// e's count the multiples of g in t's slice. Integer atomics on those are
-// native on GPUs (double ones on shared memory are compare-and-swap loops)
-// and, the slices being exact, their sums are the double slices' bit for
-// bit. False where a slice falls outside (a term beyond the grid's bound,
-// NaN or infinite): the caller then sums that team's doubles instead.
-template <int Parts>
-struct SliceMultiples {
-  double extractor[Parts] = {};
-  std::int64_t extractor_bits[Parts] = {};
-  double spacing[Parts] = {};
-
-  template <class Grid>
-  static SliceMultiples of(const Grid& grid) {
-    SliceMultiples slices;
-    for (int l = 0; l < Parts; ++l) {
-      slices.extractor[l] = grid.extractor[l];
-      std::memcpy(&slices.extractor_bits[l], &grid.extractor[l], sizeof(double));
-      slices.spacing[l] = grid.extractor[l] / (1.5 * 4503599627370496.0);  // exact: 2^e
-    }
-    return slices;
-  }
-
-  KOKKOS_INLINE_FUNCTION bool slice(double term, std::int64_t (&multiples)[Parts]) const {
-    constexpr std::int64_t limit = std::int64_t(1) << 51;
-    bool inside = true;
-    for (int l = 0; l < Parts; ++l) {
-      const double shifted = extractor[l] + term;
-      std::int64_t bits;
-      std::memcpy(&bits, &shifted, sizeof(double));
-      multiples[l] = bits - extractor_bits[l];
-      inside = inside && multiples[l] > -limit && multiples[l] < limit;
-      term -= shifted - extractor[l];
-    }
-    return inside;
-  }
-};
-
-// GPU: the team's threads share the chunk's rows and add each slice to the
-// parts x k x k sums in scratch memory with atomics, exact in any order:
-// integer multiples of the grids' spacings, or, in a team that met a term
-// outside the grid, the double slices as before.
+// GPU: the team's threads share the chunk's rows, a row's width^2 terms
+// spread over a thread's vector lanes, and add each slice to the
+// parts x k x k sums in scratch memory with double atomics, exact in any
+// order. Lanes of one row hit distinct entries, so a warp's atomics collide
+// only where its two rows share a knot interval (a thread per row, each
+// adding all its terms, collided wherever rows did); the sums' rows are
+// `stride` apart so that one row's 4 x 4 entries fall in distinct banks.
 template <class ExecutionSpace, class Grid, class FirstView, class ValuesView, class WView,
           class Output>
 struct CrossProductPartsByAtomics {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
-  using Scratch = Kokkos::View<unsigned long long*, typename ExecutionSpace::scratch_memory_space,
+  using Scratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using DoubleScratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  static constexpr int parts = Grid::parts;
   FirstView first;
   ValuesView values;
   WView w;
   Output output;
   Grid grid;
-  SliceMultiples<parts> multiples_of;
   std::int64_t rows, rows_per_team, partner, blocks;
   int k, width, level;
 
-  // The team's sums and, after them, the count of terms outside the grid.
-  static std::int64_t scratch_values(int k) { return std::int64_t(parts) * k * k + 1; }
-
-  // add(entry, term) for every term w_i B_j(i, q) B_other(i, r) of the
-  // team's rows, shared among its threads.
-  template <class AddTerm>
-  KOKKOS_INLINE_FUNCTION void for_each_term(const Member& member, std::int64_t j,
-                                            std::int64_t other, std::int64_t begin,
-                                            std::int64_t end, const AddTerm& add) const {
-    const bool weighted = w.extent(0) != 0;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
-      const double weight = weighted ? double(w(i)) : 1.0;
-      if (weight == 0) return;
-      const std::int64_t target = first(j, i) * k + first(other, i);
-      for (int q = 0; q < width; ++q) {
-        const double left = weight * grid.scale * double(values(j, q, i));
-        for (int r = 0; r < width; ++r) add(target + q * k + r, left * double(values(other, r, i)));
-      }
-    });
+  // The smallest stride >= k that is 4 modulo 16 (doubles): rows q = 0..3
+  // of a 4 x 4 block then start 8 banks apart.
+  KOKKOS_INLINE_FUNCTION static int stride_of(int k) { return k + ((4 - k) % 16 + 16) % 16; }
+  static std::int64_t scratch_values(int k) {
+    return std::int64_t(Grid::parts) * k * stride_of(k);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    constexpr int parts = Grid::parts;
     const std::int64_t chunks = output.chunks, entries = std::int64_t(k) * k;
     const std::int64_t j = member.league_rank() / chunks;
     const std::int64_t chunk = member.league_rank() % chunks;
     const std::int64_t other = partner < 0 ? j : partner;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    const std::int64_t count = parts * entries;
-    Scratch sums(member.team_scratch(level), count + 1);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, count + 1),
+    const int stride = stride_of(k);
+    const std::int64_t part_size = std::int64_t(k) * stride;
+    Scratch sums(member.team_scratch(level), parts * part_size);
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parts * part_size),
                          [&](std::int64_t a) { sums(a) = 0; });
     member.team_barrier();
-    for_each_term(member, j, other, begin, end, [&](std::int64_t entry, double term) {
-      std::int64_t multiples[parts];
-      if (!multiples_of.slice(term, multiples)) {
-        Kokkos::atomic_add(&sums(count), 1ull);
-        return;
-      }
-      for (int l = 0; l < parts; ++l)
-        Kokkos::atomic_add(&sums(l * entries + entry),
-                           static_cast<unsigned long long>(multiples[l]));
+    const bool weighted = w.extent(0) != 0;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
+      const double weight = weighted ? double(w(i)) : 1.0;
+      if (weight == 0) return;
+      const std::int64_t target = first(j, i) * stride + first(other, i);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, width * width), [&](int term) {
+        const int q = term / width, r = term - q * width;
+        const double left = weight * grid.scale * double(values(j, q, i));
+        double slices[parts];
+        slice_term(left * double(values(other, r, i)), grid.extractor, slices);
+        for (int l = 0; l < parts; ++l)
+          Kokkos::atomic_add(&sums(l * part_size + target + q * stride + r), slices[l]);
+      });
     });
     member.team_barrier();
-    if (sums(count) != 0) {
-      add_double_slices(member, sums.data(), j, other, begin, end, chunk);
-      return;
-    }
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, count), [&](std::int64_t a) {
-      const std::int64_t l = a / entries;
-      const double total = double(static_cast<long long>(sums(a))) * multiples_of.spacing[l];
-      output.store(l * blocks + j, chunk, a - l * entries, total);
-    });
-  }
-
-  // The team's sums again as double slices, in the same scratch (its
-  // integer sums are no longer read; the count after them is kept).
-  KOKKOS_INLINE_FUNCTION void add_double_slices(const Member& member, unsigned long long* storage,
-                                                std::int64_t j, std::int64_t other,
-                                                std::int64_t begin, std::int64_t end,
-                                                std::int64_t chunk) const {
-    const std::int64_t entries = std::int64_t(k) * k, count = parts * entries;
-    const DoubleScratch sums(reinterpret_cast<double*>(storage), count);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, count),
-                         [&](std::int64_t a) { sums(a) = 0; });
-    member.team_barrier();
-    for_each_term(member, j, other, begin, end, [&](std::int64_t entry, double term) {
-      double slices[parts];
-      slice_term(term, grid.extractor, slices);
-      for (int l = 0; l < parts; ++l) Kokkos::atomic_add(&sums(l * entries + entry), slices[l]);
-    });
-    member.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, count), [&](std::int64_t a) {
-      const std::int64_t l = a / entries;
-      output.store(l * blocks + j, chunk, a - l * entries, sums(a));
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parts * entries), [&](std::int64_t a) {
+      const std::int64_t l = a / entries, entry = a - l * entries;
+      const std::int64_t row = entry / k, column = entry - row * k;
+      output.store(l * blocks + j, chunk, entry, sums(l * part_size + row * stride + column));
     });
   }
 };
 
+// The GPU strategy with `team_size` rows in flight per team, each on up to
+// width^2 vector lanes (public so that a test can run it on CPU threads too).
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
 void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                     std::int64_t partner, const Grid& grid,
                                     std::int64_t rows_per_team, const Output& output,
-                                    int team_size) {
+                                    int team_size, int vector_length = 1) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
                                              decltype(basis.values), WView, Output>;
   const int k = basis.basis_size;
   const std::size_t scratch_bytes = Functor::Scratch::shmem_size(Functor::scratch_values(k));
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+  vector_length = std::min(vector_length, static_cast<int>(Policy::vector_length_max()));
   Kokkos::parallel_for("kpl::compact_basis::cross_product_parts",
-                       Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size)
+                       Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size,
+                              vector_length)
                            .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
-                       Functor{basis.first, basis.values, w, output, grid,
-                               SliceMultiples<Grid::parts>::of(grid), basis.rows(), rows_per_team,
-                               partner, basis.blocks(), k, basis.width(), level});
+                       Functor{basis.first, basis.values, w, output, grid, basis.rows(),
+                               rows_per_team, partner, basis.blocks(), k, basis.width(), level});
 }
 
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
@@ -279,9 +207,13 @@ void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis
   const ExactPartSums<PartsView> output{parts, chunks, entries};
   if constexpr (compact_basis_on_host<ExecutionSpace>)
     cross_product_parts_in_row_order(space, basis, w, partner, grid, rows_per_team, output);
-  else
+  else {
+    // A row's width^2 terms on as many vector lanes (a power of two).
+    int lanes = 1;
+    while (lanes < basis.width() * basis.width() && lanes < 32) lanes *= 2;
     cross_product_parts_by_atomics(space, basis, w, partner, grid, rows_per_team, output,
-                                   compact_team_size<ExecutionSpace>());
+                                   std::max(1, compact_team_size<ExecutionSpace>() / lanes), lanes);
+  }
 }
 
 // max |w(i)| over the rows (1 for an empty w).
