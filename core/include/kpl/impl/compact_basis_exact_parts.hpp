@@ -83,19 +83,39 @@ struct CrossProductPartsInRowOrder {
   }
 };
 
-// GPU: the team's threads share the chunk's rows, a row's width^2 terms
-// spread over a thread's vector lanes, and add each slice to the
-// parts x k x k sums in scratch memory with double atomics, exact in any
-// order. Lanes of one row hit distinct entries, so a warp's atomics collide
-// only where its two rows share a knot interval (a thread per row, each
-// adding all its terms, collided wherever rows did); the sums' rows are
-// `stride` apart so that one row's 4 x 4 entries fall in distinct banks.
+// *target += value for a target in a team's scratch, atomically. On CUDA,
+// Kokkos' atomic on a scratch pointer is a generic one, which asks at run
+// time which memory the address is in; level-0 scratch is shared memory, so
+// this says so (the hardware adds doubles there by compare-and-swap either
+// way).
+KOKKOS_INLINE_FUNCTION void atomic_add_to_scratch(double* target, double value, int level) {
+#if defined(__CUDA_ARCH__)
+  if (level == 0) {
+    const auto address = static_cast<unsigned>(__cvta_generic_to_shared(target));
+    asm volatile("red.shared.add.f64 [%0], %1;" ::"r"(address), "d"(value) : "memory");
+    return;
+  }
+#else
+  (void)level;
+#endif
+  Kokkos::atomic_add(target, value);
+}
+
+// GPU: each of a thread's vector lanes owns one (q, r) of the rows' width^2
+// terms and the team's threads share the chunk's rows; every slice goes to
+// the parts x k x k sums in scratch memory by a double atomic, exact in any
+// order. A row's lanes hit distinct entries, so a warp's atomics collide
+// only where its rows share a knot interval (with a thread per row adding
+// all its terms they collided wherever rows did); the sums' rows are
+// `stride` apart so that a row's 4 x 4 entries fall in distinct banks.
+// Width: the basis' width as a compile-time constant, or 0 (run time).
 template <class ExecutionSpace, class Grid, class FirstView, class ValuesView, class WView,
-          class Output>
+          class Output, int Width>
 struct CrossProductPartsByAtomics {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   using Scratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using T = typename ValuesView::non_const_value_type;
   FirstView first;
   ValuesView values;
   WView w;
@@ -111,34 +131,26 @@ struct CrossProductPartsByAtomics {
     return std::int64_t(Grid::parts) * k * stride_of(k);
   }
 
+  KOKKOS_INLINE_FUNCTION int terms_per_row() const {
+    if constexpr (Width > 0)
+      return Width * Width;
+    else
+      return width * width;
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     constexpr int parts = Grid::parts;
     const std::int64_t chunks = output.chunks, entries = std::int64_t(k) * k;
     const std::int64_t j = member.league_rank() / chunks;
     const std::int64_t chunk = member.league_rank() % chunks;
     const std::int64_t other = partner < 0 ? j : partner;
-    const std::int64_t begin = chunk * rows_per_team;
-    const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    const int stride = stride_of(k);
-    const std::int64_t part_size = std::int64_t(k) * stride;
+    const int stride = stride_of(k), part_size = k * stride;
     Scratch sums(member.team_scratch(level), parts * part_size);
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parts * part_size),
-                         [&](std::int64_t a) { sums(a) = 0; });
+                         [&](int a) { sums(a) = 0; });
     member.team_barrier();
-    const bool weighted = w.extent(0) != 0;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
-      const double weight = weighted ? double(w(i)) : 1.0;
-      if (weight == 0) return;
-      const std::int64_t target = first(j, i) * stride + first(other, i);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, width * width), [&](int term) {
-        const int q = term / width, r = term - q * width;
-        const double left = weight * grid.scale * double(values(j, q, i));
-        double slices[parts];
-        slice_term(left * double(values(other, r, i)), grid.extractor, slices);
-        for (int l = 0; l < parts; ++l)
-          Kokkos::atomic_add(&sums(l * part_size + target + q * stride + r), slices[l]);
-      });
-    });
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, terms_per_row()),
+                         [&](int term) { add_term_of_rows(member, j, other, chunk, term, sums); });
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parts * entries), [&](std::int64_t a) {
       const std::int64_t l = a / entries, entry = a - l * entries;
@@ -146,28 +158,68 @@ struct CrossProductPartsByAtomics {
       output.store(l * blocks + j, chunk, entry, sums(l * part_size + row * stride + column));
     });
   }
+
+  // Term (q, r) of the rows this thread takes from the chunk, added to sums.
+  KOKKOS_INLINE_FUNCTION void add_term_of_rows(const Member& member, std::int64_t j,
+                                               std::int64_t other, std::int64_t chunk, int term,
+                                               const Scratch& sums) const {
+    constexpr int parts = Grid::parts;
+    int q, r;
+    if constexpr (Width > 0) {
+      q = term / Width;
+      r = term % Width;
+    } else {
+      q = term / width;
+      r = term - q * width;
+    }
+    const int stride = stride_of(k), part_size = k * stride, offset = q * stride + r;
+    const int* first_j = &first(j, 0);
+    const int* first_other = &first(other, 0);
+    const T* left_values = &values(j, q, 0);
+    const T* right_values = &values(other, r, 0);
+    const bool weighted = w.extent(0) != 0;
+    const std::int64_t begin = chunk * rows_per_team;
+    const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
+    for (std::int64_t i = begin + member.team_rank(); i < end; i += member.team_size()) {
+      const double weight = weighted ? double(w(i)) : 1.0;
+      if (weight == 0) continue;
+      const double left = weight * grid.scale * double(left_values[i]);
+      double slices[parts];
+      slice_term(left * double(right_values[i]), grid.extractor, slices);
+      double* target = sums.data() + first_j[i] * stride + first_other[i] + offset;
+      for (int l = 0; l < parts; ++l) atomic_add_to_scratch(target + l * part_size, slices[l], level);
+    }
+  }
 };
 
-// The GPU strategy with `team_size` rows in flight per team, each on up to
-// width^2 vector lanes (public so that a test can run it on CPU threads too).
+// The GPU strategy with `team_size` threads per team, each on up to
+// `vector_length` lanes (public so that a test can run it on CPU threads too).
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
 void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                     std::int64_t partner, const Grid& grid,
                                     std::int64_t rows_per_team, const Output& output,
                                     int team_size, int vector_length = 1) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
-                                             decltype(basis.values), WView, Output>;
   const int k = basis.basis_size;
-  const std::size_t scratch_bytes = Functor::Scratch::shmem_size(Functor::scratch_values(k));
-  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
   vector_length = std::min(vector_length, static_cast<int>(Policy::vector_length_max()));
-  Kokkos::parallel_for("kpl::compact_basis::cross_product_parts",
-                       Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size,
-                              vector_length)
-                           .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
-                       Functor{basis.first, basis.values, w, output, grid, basis.rows(),
-                               rows_per_team, partner, basis.blocks(), k, basis.width(), level});
+  const auto launch = [&](auto width_constant) {
+    using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
+                                               decltype(basis.values), WView, Output,
+                                               decltype(width_constant)::value>;
+    const std::size_t scratch_bytes = Functor::Scratch::shmem_size(Functor::scratch_values(k));
+    const int level =
+        scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+    Kokkos::parallel_for("kpl::compact_basis::cross_product_parts",
+                         Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size,
+                                vector_length)
+                             .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+                         Functor{basis.first, basis.values, w, output, grid, basis.rows(),
+                                 rows_per_team, partner, basis.blocks(), k, basis.width(), level});
+  };
+  if (basis.width() == 4)
+    launch(std::integral_constant<int, 4>());
+  else
+    launch(std::integral_constant<int, 0>());
 }
 
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
