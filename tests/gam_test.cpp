@@ -287,8 +287,9 @@ void check_compact_products(std::int64_t n, std::int64_t p, int k, int degree) {
 }
 
 // The GPU strategies of B^T u (one owner per entry) and B^T W B (exact fixed
-// point), run on this space with teams of up to 2 threads and chunks of 700
-// rows (their partial sums added in order), against the dense host products.
+// point), run on this space with teams of up to 2 threads (of 4 vector lanes
+// where the space has them) and chunks of 700 rows (their partial sums
+// added in order), against the dense host products; weights of both signs.
 template <class Space>
 void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
   SCOPED_TRACE("team strategies n " + std::to_string(n) + " k " + std::to_string(k));
@@ -312,7 +313,9 @@ void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
   HostVector host_u("u", n), host_w("w", n);
   for (std::int64_t i = 0; i < n; ++i) {
     host_u(i) = uniform(generator) - 0.5;
-    host_w(i) = i % 4 == 1 ? 0.0 : 0.5 + uniform(generator);
+    // Some negative: terms of both signs in the GPU's fixed point.
+    const double sign = i % 4 == 3 ? -1.0 : 1.0;
+    host_w(i) = i % 4 == 1 ? 0.0 : sign * (0.5 + uniform(generator));
   }
   const std::int64_t rows_per_team = 700, chunks = (n + rows_per_team - 1) / rows_per_team;
   Kokkos::View<double*, Memory> c("c", p * k), cross("cross", p * k * k),
@@ -329,7 +332,7 @@ void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
   }
   const kpl::impl::ChunkSums<decltype(cross)> cross_sums{cross, partials, chunks, k * k};
   kpl::impl::cross_products_in_fixed_point(space, basis, on_device<Space>(host_w), p - 1,
-                                           rows_per_team, cross_sums, team_size);
+                                           rows_per_team, cross_sums, team_size, 4);
   if (chunks > 1) kpl::impl::add_chunks_in_order(space, partials, p, chunks, k * k, cross);
   const auto host_cross = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cross);
   for (std::int64_t j = 0; j < p; ++j)

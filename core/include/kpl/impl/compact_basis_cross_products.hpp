@@ -11,10 +11,12 @@
 #include <kpl/bspline.hpp>
 #include <kpl/impl/compact_basis_chunks.hpp>
 #include <kpl/impl/compact_basis_fixed_point.hpp>
+#include <kpl/impl/compact_basis_team_lanes.hpp>
 #include <kpl/impl/kokkos_compat.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -79,10 +81,14 @@ struct CrossProductsInRowOrder {
   }
 };
 
-// GPU: the team's threads share the chunk's rows and add each term, scaled
-// to fixed point, to the k x k sums in scratch memory with atomics; a sum
-// whose bound is not finite comes out NaN.
-template <class ExecutionSpace, class FirstView, class ValuesView, class WView, class Output>
+// GPU: each of a thread's vector lanes owns one (q, r) of the rows' width^2
+// terms and the team's threads share the chunk's rows
+// (impl/compact_basis_team_lanes.hpp); each term, scaled to fixed point,
+// goes to the k x k sums in scratch memory by an integer atomic. A sum
+// whose bound is not finite comes out NaN. Width: the basis' width as a
+// compile-time constant, or 0.
+template <class ExecutionSpace, class FirstView, class ValuesView, class WView, class Output,
+          int Width>
 struct CrossProductsInFixedPoint {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   using Scratch = Kokkos::View<unsigned long long*, typename ExecutionSpace::scratch_memory_space,
@@ -94,6 +100,8 @@ struct CrossProductsInFixedPoint {
   std::int64_t rows, rows_per_team, partner;
   int k, width, level;
   double values_bound;
+
+  static std::int64_t scratch_values(int k) { return std::int64_t(k) * team_sums_stride(k); }
 
   // |sum| <= rows x max|w| x bound^2 over the team's rows.
   KOKKOS_INLINE_FUNCTION double sum_bound(const Member& member, std::int64_t begin,
@@ -110,65 +118,83 @@ struct CrossProductsInFixedPoint {
     return w_max * values_bound * values_bound * double(end - begin);
   }
 
-  KOKKOS_INLINE_FUNCTION void add_rows(const Member& member, std::int64_t j, std::int64_t other,
-                                       std::int64_t begin, std::int64_t end, double scale,
-                                       const Scratch& sums) const {
-    const bool weighted = w.extent(0) != 0;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, begin, end), [&](std::int64_t i) {
-      const double weight = weighted ? double(w(i)) : 1.0;
-      if (weight == 0) return;
-      const int row_column = first(j, i), column_column = first(other, i);
-      for (int q = 0; q < width; ++q) {
-        const double left = weight * double(values(j, q, i)) * scale;
-        for (int r = 0; r < width; ++r)
-          Kokkos::atomic_add(&sums((row_column + q) * k + column_column + r),
-                             to_fixed_point(double(values(other, r, i)), left));
-      }
-    });
+  // Term (q, r) of the rows this thread takes from [begin, end), added to sums.
+  KOKKOS_INLINE_FUNCTION void add_term_of_rows(const Member& member, std::int64_t j,
+                                               std::int64_t other, std::int64_t begin,
+                                               std::int64_t end, double scale, int term,
+                                               const Scratch& sums) const {
+    int q, r;
+    term_of_lane<Width>(term, width, q, r);
+    const auto read = lane_row_reader(first, values, w, j, other, q, r, k);
+    for_each_lane_row(read, begin + member.team_rank(), end, member.team_size(),
+                      [&](const LaneRow& row) {
+                        const double left = row.weight * row.left * scale;
+                        atomic_add_to_scratch(sums.data() + row.target,
+                                              to_fixed_point(row.right, left), level);
+                      });
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const std::int64_t chunks = output.chunks, entries = std::int64_t(k) * k;
     const std::int64_t j = member.league_rank() / chunks;
     const std::int64_t chunk = member.league_rank() % chunks;
+    const std::int64_t other = partner < 0 ? j : partner;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    Scratch sums(member.team_scratch(level), entries);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](int a) { sums(a) = 0ull; });
+    const int stride = team_sums_stride(k);
+    Scratch sums(member.team_scratch(level), k * stride);
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k * stride),
+                         [&](int a) { sums(a) = 0ull; });
     member.team_barrier();
     const double bound = sum_bound(member, begin, end);
     const bool finite = compat::math::isfinite(bound);
     const double scale = fixed_point_scale(bound);
-    if (finite) add_rows(member, j, partner < 0 ? j : partner, begin, end, scale, sums);
+    if (finite)
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, terms_of_width<Width>(width)),
+                           [&](int term) {
+                             add_term_of_rows(member, j, other, begin, end, scale, term, sums);
+                           });
     member.team_barrier();
     const double inverse_scale = 1 / scale;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](int a) {
-      output.store(
-          j, chunk, a,
-          finite ? team_sum_value(sums(a), inverse_scale) : compat::math::sqrt(-1.0));  // NaN
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, entries), [&](std::int64_t a) {
+      const std::int64_t row = a / k, column = a - row * k;
+      output.store(j, chunk, a,
+                   finite ? team_sum_value(sums(row * stride + column), inverse_scale)
+                          : compat::math::sqrt(-1.0));  // NaN
     });
   }
 };
 
-// The GPU strategy with `team_size` threads per team (public so that a test
-// can run it on CPU threads too).
+// The GPU strategy with `team_size` threads per team, each on up to
+// `vector_length` lanes (public so that a test can run it on CPU threads too).
 template <class ExecutionSpace, class Basis, class WView, class Output>
 void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                    std::int64_t partner, std::int64_t rows_per_team,
-                                   const Output& output, int team_size) {
+                                   const Output& output, int team_size, int vector_length = 1) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using Functor = CrossProductsInFixedPoint<ExecutionSpace, decltype(basis.first),
-                                            decltype(basis.values), WView, Output>;
   const int k = basis.basis_size;
-  // k x k sums per team: in shared memory while they fit, else in the slower
-  // level-1 scratch.
-  const std::size_t scratch_bytes = Functor::Scratch::shmem_size(std::int64_t(k) * k);
-  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
-  Kokkos::parallel_for("kpl::compact_basis::cross_products",
-                       Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size)
-                           .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
-                       Functor{basis.first, basis.values, w, output, basis.rows(), rows_per_team,
-                               partner, k, basis.width(), level, value_bound(space, basis)});
+  vector_length = std::min(vector_length, static_cast<int>(Policy::vector_length_max()));
+  const double values_bound = value_bound(space, basis);
+  const auto launch = [&](auto width_constant) {
+    using Functor = CrossProductsInFixedPoint<ExecutionSpace, decltype(basis.first),
+                                              decltype(basis.values), WView, Output,
+                                              decltype(width_constant)::value>;
+    // The sums in shared memory while they fit, else in the slower level-1
+    // scratch.
+    const std::size_t scratch_bytes = Functor::Scratch::shmem_size(Functor::scratch_values(k));
+    const int level =
+        scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+    Kokkos::parallel_for("kpl::compact_basis::cross_products",
+                         Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size,
+                                vector_length)
+                             .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+                         Functor{basis.first, basis.values, w, output, basis.rows(), rows_per_team,
+                                 partner, k, basis.width(), level, values_bound});
+  };
+  if (basis.width() == 4)
+    launch(std::integral_constant<int, 4>());
+  else
+    launch(std::integral_constant<int, 0>());
 }
 
 template <class ExecutionSpace, class Basis, class WView, class Output>
@@ -203,9 +229,11 @@ void compact_cross_products(const ExecutionSpace& space, const Basis& basis, con
       out, workspace.reserve(chunks > 1 ? blocks * chunks * entries : 0), chunks, entries};
   if constexpr (compact_basis_on_host<ExecutionSpace>)
     cross_products_in_row_order(space, basis, w, partner, rows_per_team, output, skipped);
-  else
+  else {
+    const int lanes = lanes_for_width(basis.width());
     cross_products_in_fixed_point(space, basis, w, partner, rows_per_team, output,
-                                  compact_team_size<ExecutionSpace>());
+                                  std::max(1, compact_team_size<ExecutionSpace>() / lanes), lanes);
+  }
   if (chunks > 1) add_chunks_in_order(space, output.partials, blocks, chunks, entries, out);
 }
 

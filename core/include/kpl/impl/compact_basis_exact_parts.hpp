@@ -18,6 +18,7 @@
 #include <kpl/bspline.hpp>
 #include <kpl/impl/compact_basis_chunks.hpp>
 #include <kpl/impl/compact_basis_fixed_point.hpp>
+#include <kpl/impl/compact_basis_team_lanes.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -83,39 +84,17 @@ struct CrossProductPartsInRowOrder {
   }
 };
 
-// *target += value for a target in a team's scratch, atomically. On CUDA,
-// Kokkos' atomic on a scratch pointer is a generic one, which asks at run
-// time which memory the address is in; level-0 scratch is shared memory, so
-// this says so (the hardware adds doubles there by compare-and-swap either
-// way).
-KOKKOS_INLINE_FUNCTION void atomic_add_to_scratch(double* target, double value, int level) {
-#if defined(__CUDA_ARCH__)
-  if (level == 0) {
-    const auto address = static_cast<unsigned>(__cvta_generic_to_shared(target));
-    asm volatile("red.shared.add.f64 [%0], %1;" ::"r"(address), "d"(value) : "memory");
-    return;
-  }
-#else
-  (void)level;
-#endif
-  Kokkos::atomic_add(target, value);
-}
-
 // GPU: each of a thread's vector lanes owns one (q, r) of the rows' width^2
-// terms and the team's threads share the chunk's rows; every slice goes to
-// the parts x k x k sums in scratch memory by a double atomic, exact in any
-// order. A row's lanes hit distinct entries, so a warp's atomics collide
-// only where its rows share a knot interval (with a thread per row adding
-// all its terms they collided wherever rows did); the sums' rows are
-// `stride` apart so that a row's 4 x 4 entries fall in distinct banks.
-// Width: the basis' width as a compile-time constant, or 0 (run time).
+// terms and the team's threads share the chunk's rows
+// (impl/compact_basis_team_lanes.hpp); every slice goes to the
+// parts x k x k sums in scratch memory by a double atomic, exact in any
+// order. Width: the basis' width as a compile-time constant, or 0.
 template <class ExecutionSpace, class Grid, class FirstView, class ValuesView, class WView,
           class Output, int Width>
 struct CrossProductPartsByAtomics {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   using Scratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using T = typename ValuesView::non_const_value_type;
   FirstView first;
   ValuesView values;
   WView w;
@@ -124,18 +103,8 @@ struct CrossProductPartsByAtomics {
   std::int64_t rows, rows_per_team, partner, blocks;
   int k, width, level;
 
-  // The smallest stride >= k that is 4 modulo 16 (doubles): rows q = 0..3
-  // of a 4 x 4 block then start 8 banks apart.
-  KOKKOS_INLINE_FUNCTION static int stride_of(int k) { return k + ((4 - k) % 16 + 16) % 16; }
   static std::int64_t scratch_values(int k) {
-    return std::int64_t(Grid::parts) * k * stride_of(k);
-  }
-
-  KOKKOS_INLINE_FUNCTION int terms_per_row() const {
-    if constexpr (Width > 0)
-      return Width * Width;
-    else
-      return width * width;
+    return std::int64_t(Grid::parts) * k * team_sums_stride(k);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -144,12 +113,12 @@ struct CrossProductPartsByAtomics {
     const std::int64_t j = member.league_rank() / chunks;
     const std::int64_t chunk = member.league_rank() % chunks;
     const std::int64_t other = partner < 0 ? j : partner;
-    const int stride = stride_of(k), part_size = k * stride;
+    const int stride = team_sums_stride(k), part_size = k * stride;
     Scratch sums(member.team_scratch(level), parts * part_size);
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parts * part_size),
                          [&](int a) { sums(a) = 0; });
     member.team_barrier();
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, terms_per_row()),
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, terms_of_width<Width>(width)),
                          [&](int term) { add_term_of_rows(member, j, other, chunk, term, sums); });
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parts * entries), [&](std::int64_t a) {
@@ -165,30 +134,20 @@ struct CrossProductPartsByAtomics {
                                                const Scratch& sums) const {
     constexpr int parts = Grid::parts;
     int q, r;
-    if constexpr (Width > 0) {
-      q = term / Width;
-      r = term % Width;
-    } else {
-      q = term / width;
-      r = term - q * width;
-    }
-    const int stride = stride_of(k), part_size = k * stride, offset = q * stride + r;
-    const int* first_j = &first(j, 0);
-    const int* first_other = &first(other, 0);
-    const T* left_values = &values(j, q, 0);
-    const T* right_values = &values(other, r, 0);
-    const bool weighted = w.extent(0) != 0;
+    term_of_lane<Width>(term, width, q, r);
+    const int part_size = k * team_sums_stride(k);
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    for (std::int64_t i = begin + member.team_rank(); i < end; i += member.team_size()) {
-      const double weight = weighted ? double(w(i)) : 1.0;
-      if (weight == 0) continue;
-      const double left = weight * grid.scale * double(left_values[i]);
-      double slices[parts];
-      slice_term(left * double(right_values[i]), grid.extractor, slices);
-      double* target = sums.data() + first_j[i] * stride + first_other[i] + offset;
-      for (int l = 0; l < parts; ++l) atomic_add_to_scratch(target + l * part_size, slices[l], level);
-    }
+    const auto read = lane_row_reader(first, values, w, j, other, q, r, k);
+    for_each_lane_row(read, begin + member.team_rank(), end, member.team_size(),
+                      [&](const LaneRow& row) {
+                        const double left = row.weight * grid.scale * row.left;
+                        double slices[parts];
+                        slice_term(left * row.right, grid.extractor, slices);
+                        double* target = sums.data() + row.target;
+                        for (int l = 0; l < parts; ++l)
+                          atomic_add_to_scratch(target + l * part_size, slices[l], level);
+                      });
   }
 };
 
@@ -260,9 +219,7 @@ void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis
   if constexpr (compact_basis_on_host<ExecutionSpace>)
     cross_product_parts_in_row_order(space, basis, w, partner, grid, rows_per_team, output);
   else {
-    // A row's width^2 terms on as many vector lanes (a power of two).
-    int lanes = 1;
-    while (lanes < basis.width() * basis.width() && lanes < 32) lanes *= 2;
+    const int lanes = lanes_for_width(basis.width());
     cross_product_parts_by_atomics(space, basis, w, partner, grid, rows_per_team, output,
                                    std::max(1, compact_team_size<ExecutionSpace>() / lanes), lanes);
   }
