@@ -139,7 +139,7 @@ struct CrossProductPartsByAtomics {
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
     const auto read = lane_row_reader(first, values, w, j, other, q, r, k);
-    for_each_lane_row(read, begin + member.team_rank(), end, member.team_size(),
+    for_each_lane_row<false>(read, begin + member.team_rank(), end, member.team_size(),
                       [&](const LaneRow& row) {
                         const double left = row.weight * grid.scale * row.left;
                         double slices[parts];
