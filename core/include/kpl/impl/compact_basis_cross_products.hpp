@@ -126,7 +126,7 @@ struct CrossProductsInFixedPoint {
     int q, r;
     term_of_lane<Width>(term, width, q, r);
     const auto read = lane_row_reader(first, values, w, j, other, q, r, k);
-    for_each_lane_row<false>(read, begin + member.team_rank(), end, member.team_size(),
+    for_each_lane_row(read, begin + member.team_rank(), end, member.team_size(),
                       [&](const LaneRow& row) {
                         const double left = row.weight * row.left * scale;
                         atomic_add_to_scratch(sums.data() + row.target,

@@ -135,19 +135,27 @@ struct CrossProductPartsByAtomics {
     constexpr int parts = Grid::parts;
     int q, r;
     term_of_lane<Width>(term, width, q, r);
-    const int part_size = k * team_sums_stride(k);
+    // Rows one at a time, in this loop: loading them ahead
+    // (for_each_lane_row), or through its reader, measured slower here on
+    // the H100 (perf/RESULTS.md, issue 26, stop 39).
+    using T = typename ValuesView::non_const_value_type;
+    const int stride = team_sums_stride(k), part_size = k * stride, offset = q * stride + r;
+    const int* first_j = &first(j, 0);
+    const int* first_other = &first(other, 0);
+    const T* left_values = &values(j, q, 0);
+    const T* right_values = &values(other, r, 0);
+    const bool weighted = w.extent(0) != 0;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    const auto read = lane_row_reader(first, values, w, j, other, q, r, k);
-    for_each_lane_row<false>(read, begin + member.team_rank(), end, member.team_size(),
-                      [&](const LaneRow& row) {
-                        const double left = row.weight * grid.scale * row.left;
-                        double slices[parts];
-                        slice_term(left * row.right, grid.extractor, slices);
-                        double* target = sums.data() + row.target;
-                        for (int l = 0; l < parts; ++l)
-                          atomic_add_to_scratch(target + l * part_size, slices[l], level);
-                      });
+    for (std::int64_t i = begin + member.team_rank(); i < end; i += member.team_size()) {
+      const double weight = weighted ? double(w(i)) : 1.0;
+      if (weight == 0) continue;
+      const double left = weight * grid.scale * double(left_values[i]);
+      double slices[parts];
+      slice_term(left * double(right_values[i]), grid.extractor, slices);
+      double* target = sums.data() + first_j[i] * stride + first_other[i] + offset;
+      for (int l = 0; l < parts; ++l) atomic_add_to_scratch(target + l * part_size, slices[l], level);
+    }
   }
 };
 

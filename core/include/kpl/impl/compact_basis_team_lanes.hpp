@@ -87,26 +87,19 @@ KOKKOS_INLINE_FUNCTION auto lane_row_reader(const FirstView& first, const Values
                                  &values(other, r, 0), w, stride, q * stride + r};
 }
 
-// add(row) for rows i, i + step, ... below end of non-zero weight; with
-// LoadAhead each row is loaded one row ahead, so that the next row's loads
-// are in flight while this row's atomics wait on shared memory (it costs
-// registers, and so occupancy: whether it pays is measured per kernel).
-template <bool LoadAhead, class Reader, class Add>
+// add(row) for rows i, i + step, ... below end of non-zero weight, each
+// loaded one row ahead, so that the next row's loads are in flight while
+// this row's atomic waits on shared memory. (The exact parts, three
+// atomics a term, keep their own loop: this measured slower there.)
+template <class Reader, class Add>
 KOKKOS_INLINE_FUNCTION void for_each_lane_row(const Reader& read, std::int64_t i, std::int64_t end,
                                               std::int64_t step, const Add& add) {
-  if constexpr (LoadAhead) {
-    LaneRow next;
-    if (i < end) next = read(i);
-    for (; i < end; i += step) {
-      const LaneRow row = next;
-      if (i + step < end) next = read(i + step);
-      if (row.weight != 0) add(row);
-    }
-  } else {
-    for (; i < end; i += step) {
-      const LaneRow row = read(i);
-      if (row.weight != 0) add(row);
-    }
+  LaneRow next;
+  if (i < end) next = read(i);
+  for (; i < end; i += step) {
+    const LaneRow row = next;
+    if (i + step < end) next = read(i + step);
+    if (row.weight != 0) add(row);
   }
 }
 
