@@ -154,7 +154,8 @@ struct CrossProductPartsByAtomics {
       double slices[parts];
       slice_term(left * double(right_values[i]), grid.extractor, slices);
       double* target = sums.data() + first_j[i] * stride + first_other[i] + offset;
-      for (int l = 0; l < parts; ++l) atomic_add_to_scratch(target + l * part_size, slices[l], level);
+      for (int l = 0; l < parts; ++l)
+        atomic_add_to_scratch(target + l * part_size, slices[l], level);
     }
   }
 };

@@ -83,8 +83,9 @@ KOKKOS_INLINE_FUNCTION auto lane_row_reader(const FirstView& first, const Values
                                             int q, int r, int k) {
   using T = typename ValuesView::non_const_value_type;
   const int stride = team_sums_stride(k);
-  return LaneRowReader<T, WView>{&first(j, 0), &first(other, 0), &values(j, q, 0),
-                                 &values(other, r, 0), w, stride, q * stride + r};
+  return LaneRowReader<T, WView>{
+      &first(j, 0), &first(other, 0), &values(j, q, 0), &values(other, r, 0), w,
+      stride,       q * stride + r};
 }
 
 // add(row) for rows i, i + step, ... below end of non-zero weight, each
