@@ -191,10 +191,7 @@ void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& bas
                          Functor{basis.first, basis.values, w, output, basis.rows(), rows_per_team,
                                  partner, k, basis.width(), level, values_bound});
   };
-  if (basis.width() == 4)
-    launch(std::integral_constant<int, 4>());
-  else
-    launch(std::integral_constant<int, 0>());
+  with_lane_width(basis.width(), launch);
 }
 
 template <class ExecutionSpace, class Basis, class WView, class Output>

@@ -184,10 +184,7 @@ void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& ba
                          Functor{basis.first, basis.values, w, output, grid, basis.rows(),
                                  rows_per_team, partner, basis.blocks(), k, basis.width(), level});
   };
-  if (basis.width() == 4)
-    launch(std::integral_constant<int, 4>());
-  else
-    launch(std::integral_constant<int, 0>());
+  with_lane_width(basis.width(), launch);
 }
 
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>

@@ -12,6 +12,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kpl {
 namespace impl {
@@ -40,6 +41,16 @@ KOKKOS_INLINE_FUNCTION int terms_of_width(int width) {
     return Width * Width;
   else
     return width * width;
+}
+
+// launch(Width) with Width = 4 (cubic splines, the common case: the terms'
+// (q, r) by shifts) as a compile-time constant, else 0 (read at run time).
+template <class Launch>
+void with_lane_width(int width, const Launch& launch) {
+  if (width == 4)
+    launch(std::integral_constant<int, 4>());
+  else
+    launch(std::integral_constant<int, 0>());
 }
 
 // Vector lanes for a row's width^2 terms (a power of two, at most 32).
@@ -107,9 +118,10 @@ KOKKOS_INLINE_FUNCTION void for_each_lane_row(const Reader& read, std::int64_t i
 // *target += value in a team's scratch, atomically. On CUDA, Kokkos' atomic
 // on a scratch pointer is a generic one that asks at run time which memory
 // the address is in; level-0 scratch is shared memory, so this says so.
-// Shared memory adds doubles by compare-and-swap either way.
+// Shared memory adds doubles by compare-and-swap either way. (PTX has the
+// double add from sm_60 on; older targets keep Kokkos' atomic.)
 KOKKOS_INLINE_FUNCTION void atomic_add_to_scratch(double* target, double value, int level) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 600
   if (level == 0) {
     const auto address = static_cast<unsigned>(__cvta_generic_to_shared(target));
     asm volatile("red.shared.add.f64 [%0], %1;" ::"r"(address), "d"(value) : "memory");
