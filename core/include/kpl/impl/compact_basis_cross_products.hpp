@@ -171,25 +171,18 @@ template <class ExecutionSpace, class Basis, class WView, class Output>
 void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                    std::int64_t partner, std::int64_t rows_per_team,
                                    const Output& output, int team_size, int vector_length = 1) {
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   const int k = basis.basis_size;
-  vector_length = std::min(vector_length, static_cast<int>(Policy::vector_length_max()));
   const double values_bound = value_bound(space, basis);
   const auto launch = [&](auto width_constant) {
     using Functor = CrossProductsInFixedPoint<ExecutionSpace, decltype(basis.first),
                                               decltype(basis.values), WView, Output,
                                               decltype(width_constant)::value>;
-    // The sums in shared memory while they fit, else in the slower level-1
-    // scratch.
-    const std::size_t scratch_bytes = Functor::Scratch::shmem_size(Functor::scratch_values(k));
-    const int level =
-        scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
-    Kokkos::parallel_for("kpl::compact_basis::cross_products",
-                         Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size,
-                                vector_length)
-                             .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+    const auto shape =
+        lane_launch(space, basis.blocks() * output.chunks, team_size, vector_length,
+                    Functor::Scratch::shmem_size(Functor::scratch_values(k)));
+    Kokkos::parallel_for("kpl::compact_basis::cross_products", shape.policy,
                          Functor{basis.first, basis.values, w, output, basis.rows(), rows_per_team,
-                                 partner, k, basis.width(), level, values_bound});
+                                 partner, k, basis.width(), shape.level, values_bound});
   };
   with_lane_width(basis.width(), launch);
 }

@@ -167,22 +167,18 @@ void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& ba
                                     std::int64_t partner, const Grid& grid,
                                     std::int64_t rows_per_team, const Output& output,
                                     int team_size, int vector_length = 1) {
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   const int k = basis.basis_size;
-  vector_length = std::min(vector_length, static_cast<int>(Policy::vector_length_max()));
   const auto launch = [&](auto width_constant) {
     using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
                                                decltype(basis.values), WView, Output,
                                                decltype(width_constant)::value>;
-    const std::size_t scratch_bytes = Functor::Scratch::shmem_size(Functor::scratch_values(k));
-    const int level =
-        scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
-    Kokkos::parallel_for("kpl::compact_basis::cross_product_parts",
-                         Policy(space, static_cast<int>(basis.blocks() * output.chunks), team_size,
-                                vector_length)
-                             .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+    const auto shape =
+        lane_launch(space, basis.blocks() * output.chunks, team_size, vector_length,
+                    Functor::Scratch::shmem_size(Functor::scratch_values(k)));
+    Kokkos::parallel_for("kpl::compact_basis::cross_product_parts", shape.policy,
                          Functor{basis.first, basis.values, w, output, grid, basis.rows(),
-                                 rows_per_team, partner, basis.blocks(), k, basis.width(), level});
+                                 rows_per_team, partner, basis.blocks(), k, basis.width(),
+                                 shape.level});
   };
   with_lane_width(basis.width(), launch);
 }

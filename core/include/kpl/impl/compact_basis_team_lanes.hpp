@@ -11,6 +11,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -51,6 +53,28 @@ void with_lane_width(int width, const Launch& launch) {
     launch(std::integral_constant<int, 4>());
   else
     launch(std::integral_constant<int, 0>());
+}
+
+// The launch shape of the lane kernels: `teams` teams of team_size threads
+// on up to vector_length lanes, with scratch_bytes of team scratch in shared
+// memory (level 0) while they fit, else in the slower level-1 scratch; the
+// level goes to the kernel, which asks for its scratch there.
+template <class ExecutionSpace>
+struct LaneLaunch {
+  Kokkos::TeamPolicy<ExecutionSpace> policy;
+  int level;
+};
+
+template <class ExecutionSpace>
+LaneLaunch<ExecutionSpace> lane_launch(const ExecutionSpace& space, std::int64_t teams,
+                                       int team_size, int vector_length,
+                                       std::size_t scratch_bytes) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+  vector_length = std::min(vector_length, static_cast<int>(Policy::vector_length_max()));
+  return {Policy(space, static_cast<int>(teams), team_size, vector_length)
+              .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+          level};
 }
 
 // Vector lanes for a row's width^2 terms (a power of two, at most 32).
