@@ -6,7 +6,7 @@
 //
 // The CPU strategy sums each chunk in row order (the stored basis' own sums,
 // bit for bit); the GPU one gives each thread its own column of sums and adds
-// the columns in thread order: deterministic without atomics or fixed point.
+// the columns in a fixed order: deterministic without atomics or fixed point.
 #pragma once
 
 #include <kpl/bspline.hpp>
@@ -82,8 +82,17 @@ struct EvaluatedTransposeProductInRowOrder {
 // consecutive rows: coalesced reads of x) and adds their terms, in row
 // order, to its own column of k sums in scratch memory: no atomics, so the
 // sums are plain doubles in a fixed order. The team's columns are then
-// added in thread order. Columns are padded by one so that the threads
-// adding up one entry each read different banks.
+// added up, each entry in its own fixed order.
+//
+// Shared-memory banks: a warp's threads add to rows of their columns that
+// their rows' intervals pick, which differ from thread to thread. Sum a of
+// thread t lives at a T + t (T threads, a whole number of warps on GPUs), so
+// its bank depends on t alone and a warp's 32 adds take the two wavefronts
+// 32 doubles need whatever the intervals. (Columns padded to T + 1 made the
+// bank depend on the interval too: ~5-way conflicts, and the kernel was
+// bound by shared-memory wavefronts.) Adding up entry a, thread a starts at
+// column a and wraps around, so that the threads adding up entries at one
+// time read different banks too.
 template <class ExecutionSpace, class T, class Degree, class Covariates, class Meshes, class UView,
           class Output>
 struct EvaluatedTransposeProductByColumns {
@@ -99,7 +108,7 @@ struct EvaluatedTransposeProductByColumns {
   Degree degree;
 
   KOKKOS_INLINE_FUNCTION static constexpr std::int64_t column_stride(int team_size) {
-    return std::int64_t(team_size) + 1;
+    return team_size;
   }
 
   // Row i's terms added to the thread's column: the width sums loaded first,
@@ -161,8 +170,11 @@ struct EvaluatedTransposeProductByColumns {
       add_rows(j, thread, threads, begin, end, sums.data() + thread, stride);
       member.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) {
+        const double* entry = sums.data() + a * stride;
+        const int start = a % threads;
         double total = 0;
-        for (int t = 0; t < threads; ++t) total += sums(a * stride + t);
+        for (int t = start; t < threads; ++t) total += entry[t];
+        for (int t = 0; t < start; ++t) total += entry[t];
         output.store(j, chunk, a, total);
       });
       member.team_barrier();  // the columns are zeroed for the next block
