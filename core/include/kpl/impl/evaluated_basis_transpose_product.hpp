@@ -90,9 +90,8 @@ struct EvaluatedTransposeProductInRowOrder {
 // its bank depends on t alone and a warp's 32 adds take the two wavefronts
 // 32 doubles need whatever the intervals. (Columns padded to T + 1 made the
 // bank depend on the interval too: ~5-way conflicts, and the kernel was
-// bound by shared-memory wavefronts.) Adding up entry a, thread a starts at
-// column a and wraps around, so that the threads adding up entries at one
-// time read different banks too.
+// bound by shared-memory wavefronts.) The columns are added up without
+// conflicts too (add_up_columns).
 template <class ExecutionSpace, class T, class Degree, class Covariates, class Meshes, class UView,
           class Output>
 struct EvaluatedTransposeProductByColumns {
@@ -154,6 +153,34 @@ struct EvaluatedTransposeProductByColumns {
     }
   }
 
+  // Entry a of the team's columns added up over its T threads, by all
+  // threads: first each (entry, group of W columns: a warp's worth) by one
+  // thread into a partial, kept in a slot of that group's own columns, then
+  // each entry's partials in group order. In both passes the threads of a
+  // half-warp read different banks: a group's columns are read from a start
+  // that moves with the thread, and the partials' slots with the entry.
+  KOKKOS_INLINE_FUNCTION void add_up_columns(const Member& member, double* sums,
+                                             std::int64_t stride, std::int64_t j,
+                                             std::int64_t chunk) const {
+    const int threads = member.team_size();
+    const int width = threads % 32 == 0 ? 32 : threads;
+    const int groups = threads / width;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k * groups), [&](int task) {
+      const int a = task / groups, start = task % width;
+      double* group = sums + a * stride + (task % groups) * width;
+      double partial = 0;
+      for (int s = 0; s < width; ++s)
+        partial += group[s + start < width ? s + start : s + start - width];
+      group[a % width] = partial;  // this task alone reads the group's columns
+    });
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) {
+      double total = 0;
+      for (int g = 0; g < groups; ++g) total += sums[a * stride + g * width + a % width];
+      output.store(j, chunk, a, total);
+    });
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const std::int64_t chunks = output.chunks;
     const std::int64_t group = member.league_rank() / chunks;
@@ -169,14 +196,7 @@ struct EvaluatedTransposeProductByColumns {
     for (std::int64_t j = first_block; j < last_block; ++j) {
       add_rows(j, thread, threads, begin, end, sums.data() + thread, stride);
       member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) {
-        const double* entry = sums.data() + a * stride;
-        const int start = a % threads;
-        double total = 0;
-        for (int t = start; t < threads; ++t) total += entry[t];
-        for (int t = 0; t < start; ++t) total += entry[t];
-        output.store(j, chunk, a, total);
-      });
+      add_up_columns(member, sums.data(), stride, j, chunk);
       member.team_barrier();  // the columns are zeroed for the next block
     }
   }
