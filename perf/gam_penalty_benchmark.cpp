@@ -37,27 +37,30 @@ struct Problem {
   std::vector<double> gram, penalty;
 };
 
-// G = B^T W B of the default learner at 2000 uniform x with weights in
-// [0.5, 1.5): the matrices a fit hands to the eigensolver.
+// G = B^T W B of a cubic learner of k functions at 2000 uniform x with
+// weights in [0.5, 1.5): the matrices a fit hands to the eigensolver.
+Problem make_problem(int k) {
+  Problem made;
+  made.gram.assign(k * k, 0.0);
+  made.penalty = kpl::difference_penalty(k, 2);
+  kpl::BsplineMesh mesh;
+  mesh.basis_size = k;
+  std::mt19937_64 engine(5);
+  double values[kpl::bspline_max_degree + 1];
+  for (int row = 0; row < 2000; ++row) {
+    const double x = double(engine() >> 11) * 0x1.0p-53;
+    const double weight = 0.5 + double(engine() >> 11) * 0x1.0p-53;
+    const int first = kpl::bspline_row(mesh, x, values);
+    for (int a = 0; a <= mesh.degree; ++a)
+      for (int b = 0; b <= mesh.degree; ++b)
+        made.gram[(first + a) * k + first + b] += weight * values[a] * values[b];
+  }
+  return made;
+}
+
+// The default learner (k = 24).
 const Problem& learner_problem() {
-  static const Problem problem = [] {
-    Problem made;
-    made.gram.assign(basis_size * basis_size, 0.0);
-    made.penalty = kpl::difference_penalty(basis_size, 2);
-    kpl::BsplineMesh mesh;
-    mesh.basis_size = basis_size;
-    std::mt19937_64 engine(5);
-    double values[kpl::bspline_max_degree + 1];
-    for (int row = 0; row < 2000; ++row) {
-      const double x = double(engine() >> 11) * 0x1.0p-53;
-      const double weight = 0.5 + double(engine() >> 11) * 0x1.0p-53;
-      const int first = kpl::bspline_row(mesh, x, values);
-      for (int a = 0; a <= mesh.degree; ++a)
-        for (int b = 0; b <= mesh.degree; ++b)
-          made.gram[(first + a) * basis_size + first + b] += weight * values[a] * values[b];
-    }
-    return made;
-  }();
+  static const Problem problem = make_problem(basis_size);
   return problem;
 }
 
@@ -120,5 +123,21 @@ void BM_LearnerEigenvalues_Lapack(benchmark::State& state) {
 }
 BENCHMARK(BM_LearnerEigenvalues_Lapack)->Unit(benchmark::kMicrosecond);
 #endif
+
+// The whole of one learner's penalty as a fit computes it (kpl::penalise_learner:
+// rank, eigenvalues, lambda of df 4, M and R) for basis sizes 24 and 32 (the
+// GPU fits' benchmarks use 32). `lambda_low_bits` as above.
+void BM_PenaliseLearner(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  const Problem problem = make_problem(k);
+  kpl::LearnerPenalty penalty;
+  for (auto _ : state) {
+    penalty = kpl::penalise_learner(problem.gram, problem.penalty, k, 4.0,
+                                    kpl::DfDefinition::trace_2s_sts, "benchmark", 2);
+    benchmark::DoNotOptimize(penalty.inverse.data());
+  }
+  state.counters["lambda_low_bits"] = low_bits(penalty.lambda);
+}
+BENCHMARK(BM_PenaliseLearner)->ArgName("k")->Arg(24)->Arg(32)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -211,6 +211,36 @@ int semidefinite_factor(const Matrix& penalty, int k, Matrix& factor) {
   return rank;
 }
 
+// The inner product of two columns of length k, in four interleaved partial
+// sums (a fixed order: the same bits on any process and thread count) so
+// that the additions do not wait on one another.
+double column_product(const double* left, const double* right, int k) {
+  double partial[4] = {0, 0, 0, 0};
+  int i = 0;
+  for (; i + 4 <= k; i += 4)
+    for (int r = 0; r < 4; ++r) partial[r] += left[i + r] * right[i + r];
+  for (; i < k; ++i) partial[0] += left[i] * right[i];
+  return (partial[0] + partial[1]) + (partial[2] + partial[3]);
+}
+
+// cos and sin of the rotation that zeroes the inner product gamma of two
+// columns of squared norms alpha and beta (Golub & Van Loan §8.5.2; the
+// smaller angle), and t = sin / cos. sqrt(1 + zeta^2) in place of hypot:
+// the same to an ulp, several times faster, and zeta^2 cannot overflow
+// below 1e150 (beyond, t = 1 / (2 zeta) to full precision).
+struct JacobiRotation {
+  double c, s, t;
+};
+JacobiRotation jacobi_rotation(double alpha, double beta, double gamma) {
+  const double zeta = (beta - alpha) / (2 * gamma);
+  const double magnitude = std::fabs(zeta);
+  const double t = magnitude < 1e150
+                       ? (zeta >= 0 ? 1.0 : -1.0) / (magnitude + std::sqrt(1 + zeta * zeta))
+                       : 0.5 / zeta;
+  const double c = 1 / std::sqrt(1 + t * t);
+  return {c, c * t, t};
+}
+
 // The squared singular values of the k x columns matrix w (row-major, row
 // stride k), by one-sided Jacobi (Hestenes; Demmel & Veselic 1992): rotate
 // pairs of columns until every pair is orthogonal to k eps, then the squared
@@ -228,26 +258,19 @@ std::vector<double> squared_singular_values(const Matrix& w, int k, int columns)
     if (sweep == 60)
       throw std::runtime_error("kpl::demmler_reinsch_eigenvalues: Jacobi did not converge");
     // Squared norms afresh each sweep, then kept up to date by each rotation.
-    for (int a = 0; a < columns; ++a) {
-      double sum = 0;
-      for (int i = 0; i < k; ++i) sum += column[a * k + i] * column[a * k + i];
-      squares[a] = sum;
-    }
+    for (int a = 0; a < columns; ++a)
+      squares[a] = column_product(&column[a * k], &column[a * k], k);
     bool rotated = false;
     for (int a = 0; a + 1 < columns; ++a)
       for (int b = a + 1; b < columns; ++b) {
         double* left = &column[a * k];
         double* right = &column[b * k];
-        double gamma = 0;
-        for (int i = 0; i < k; ++i) gamma += left[i] * right[i];
+        const double gamma = column_product(left, right, k);
         const double alpha = squares[a], beta = squares[b];
         if (alpha == 0 || beta == 0 || std::fabs(gamma) <= tolerance * std::sqrt(alpha * beta))
           continue;
         rotated = true;
-        // The rotation that zeroes the pair's inner product (Golub & Van Loan §8.5.2).
-        const double zeta = (beta - alpha) / (2 * gamma);
-        const double t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + std::hypot(1.0, zeta));
-        const double c = 1 / std::hypot(1.0, t), s = c * t;
+        const auto [c, s, t] = jacobi_rotation(alpha, beta, gamma);
         for (int i = 0; i < k; ++i) {
           const double x = left[i], y = right[i];
           left[i] = c * x - s * y;
