@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace kpl {
 
@@ -241,40 +242,74 @@ JacobiRotation jacobi_rotation(double alpha, double beta, double gamma) {
   return {c, c * t, t};
 }
 
-// The squared singular values of the k x columns matrix w (row-major, row
-// stride k), by one-sided Jacobi (Hestenes; Demmel & Veselic 1992): rotate
-// pairs of columns until every pair is orthogonal to k eps, then the squared
-// column norms. Unlike a tridiagonal QL on w w^T, it keeps the small values
-// to high relative accuracy when w is badly scaled, as L^-1 F is where B^T W
-// B is nearly singular (a basis function with almost no weighted rows).
-std::vector<double> squared_singular_values(const Matrix& w, int k, int columns) {
-  const double tolerance = k * std::numeric_limits<double>::epsilon();
-  // Column-major copy: each rotation runs along two contiguous columns.
-  Matrix column(static_cast<std::size_t>(k) * columns);
-  for (int i = 0; i < k; ++i)
-    for (int a = 0; a < columns; ++a) column[a * k + i] = w[i * k + a];
+// Householder QR with column pivoting of the k x columns matrix a (column-
+// major, k >= columns; Golub & Van Loan §5.4.1), a P = Q R: returns R's rows
+// as the columns of a columns x columns matrix (column-major), i.e. R^T.
+// Each step takes the remaining column of largest norm, so that R's rows
+// fall in size: the preconditioner of Drmac & Veselic (2008) under which
+// one-sided Jacobi on R^T needs a few sweeps instead of many. Q and P leave
+// the singular values as they are.
+Matrix pivoted_triangle_rows(Matrix a, int k, int columns) {
+  for (int i = 0; i < columns; ++i) {
+    int pivot = i;
+    double largest = -1;
+    for (int j = i; j < columns; ++j) {
+      const double norm = column_product(&a[j * k + i], &a[j * k + i], k - i);
+      if (norm > largest) largest = norm, pivot = j;
+    }
+    if (pivot != i)
+      std::swap_ranges(a.begin() + pivot * k, a.begin() + (pivot + 1) * k, a.begin() + i * k);
+    double* x = &a[i * k + i];
+    const int length = k - i;
+    const double norm = std::sqrt(largest);
+    if (norm > 0) {
+      // v = x - alpha e_1 with alpha = -sign(x_0) |x| (no cancellation), in x.
+      const double alpha = x[0] >= 0 ? -norm : norm;
+      x[0] -= alpha;
+      const double scale = 1 / (norm * std::fabs(x[0]));  // 2 / v^T v
+      for (int j = i + 1; j < columns; ++j) {
+        double* y = &a[j * k + i];
+        const double factor = column_product(x, y, length) * scale;
+        for (int r = 0; r < length; ++r) y[r] -= factor * x[r];
+      }
+      x[0] = alpha;
+    }
+  }
+  // R in a's upper triangle, its columns in the final order (the swaps moved
+  // whole columns, earlier rows included).
+  Matrix rows(static_cast<std::size_t>(columns) * columns, 0.0);
+  for (int i = 0; i < columns; ++i)
+    for (int j = i; j < columns; ++j) rows[i * columns + j] = a[j * k + i];
+  return rows;
+}
+
+// The squared column norms of the length x columns matrix x (column-major)
+// once one-sided Jacobi (Hestenes; Demmel & Veselic 1992) has rotated its
+// pairs of columns until every pair is orthogonal to `tolerance`: the
+// squared singular values.
+std::vector<double> jacobi_squared_norms(Matrix x, int length, int columns, double tolerance) {
   std::vector<double> squares(columns);
   for (int sweep = 0;; ++sweep) {
     if (sweep == 60)
       throw std::runtime_error("kpl::demmler_reinsch_eigenvalues: Jacobi did not converge");
     // Squared norms afresh each sweep, then kept up to date by each rotation.
     for (int a = 0; a < columns; ++a)
-      squares[a] = column_product(&column[a * k], &column[a * k], k);
+      squares[a] = column_product(&x[a * length], &x[a * length], length);
     bool rotated = false;
     for (int a = 0; a + 1 < columns; ++a)
       for (int b = a + 1; b < columns; ++b) {
-        double* left = &column[a * k];
-        double* right = &column[b * k];
-        const double gamma = column_product(left, right, k);
+        double* left = &x[a * length];
+        double* right = &x[b * length];
+        const double gamma = column_product(left, right, length);
         const double alpha = squares[a], beta = squares[b];
         if (alpha == 0 || beta == 0 || std::fabs(gamma) <= tolerance * std::sqrt(alpha * beta))
           continue;
         rotated = true;
         const auto [c, s, t] = jacobi_rotation(alpha, beta, gamma);
-        for (int i = 0; i < k; ++i) {
-          const double x = left[i], y = right[i];
-          left[i] = c * x - s * y;
-          right[i] = s * x + c * y;
+        for (int i = 0; i < length; ++i) {
+          const double u = left[i], v = right[i];
+          left[i] = c * u - s * v;
+          right[i] = s * u + c * v;
         }
         squares[a] = alpha - t * gamma;
         squares[b] = beta + t * gamma;
@@ -282,6 +317,29 @@ std::vector<double> squared_singular_values(const Matrix& w, int k, int columns)
     if (!rotated) break;
   }
   return squares;
+}
+
+// The squared singular values of the k x columns matrix w (row-major, row
+// stride k): one-sided Jacobi on R^T of w's pivoted QR (Drmac & Veselic's
+// preconditioned Jacobi SVD, LAPACK's xGEJSV). Unlike a tridiagonal QL on
+// w w^T, it keeps the small values to high relative accuracy when w is
+// badly scaled, as L^-1 F is where B^T W B is nearly singular (a basis
+// function with almost no weighted rows).
+std::vector<double> squared_singular_values(const Matrix& w, int k, int columns) {
+  // Rows in falling order of size before the QR (Cox & Higham 1998: with
+  // rows of very different sizes Householder QR stays row-wise accurate
+  // only so; xGEJSV does the same).
+  std::vector<double> row_sizes(k);
+  for (int i = 0; i < k; ++i) row_sizes[i] = column_product(&w[i * k], &w[i * k], columns);
+  std::vector<int> order(k);
+  for (int i = 0; i < k; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return row_sizes[a] > row_sizes[b]; });
+  Matrix column(static_cast<std::size_t>(k) * columns);
+  for (int i = 0; i < k; ++i)
+    for (int a = 0; a < columns; ++a) column[a * k + i] = w[order[i] * k + a];
+  return jacobi_squared_norms(pivoted_triangle_rows(std::move(column), k, columns), columns,
+                              columns, k * std::numeric_limits<double>::epsilon());
 }
 
 }  // namespace
