@@ -11,6 +11,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -42,20 +43,24 @@ inline int gam_usable_cpus() {
 // space where it has several (OpenMP), else plain threads on the CPUs this
 // process may use. A Kokkos built for a GPU often has only Serial on the
 // host, and a fit would then wait for p eigenproblems on one core while the
-// others idle. work must not throw.
+// others idle. Each thread takes the next j when it is done with one: the
+// learners' times differ (Jacobi's sweeps), and a thread the system
+// interrupts would otherwise hold up its whole share. work must not throw.
 template <class Work>
 void gam_for_each_on_host(std::int64_t count, const Work& work) {
   const int threads = static_cast<int>(std::min<std::int64_t>(count, gam_usable_cpus()));
   if (Kokkos::DefaultHostExecutionSpace().concurrency() > 1 || threads <= 1) {
-    Kokkos::parallel_for("kpl::gam::penalties",
-                         Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, count), work);
+    using Policy =
+        Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+    Kokkos::parallel_for("kpl::gam::penalties", Policy(0, count).set_chunk_size(1), work);
     return;
   }
+  std::atomic<std::int64_t> next{0};
   std::vector<std::thread> workers;
   workers.reserve(threads);
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      for (std::int64_t j = t; j < count; j += threads) work(j);
+    workers.emplace_back([&] {
+      for (std::int64_t j = next++; j < count; j = next++) work(j);
     });
   for (auto& worker : workers) worker.join();
 }
