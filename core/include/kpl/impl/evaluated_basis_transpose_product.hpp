@@ -159,11 +159,13 @@ struct EvaluatedTransposeProductByColumns {
   // each entry's partials in group order. In both passes the threads of a
   // half-warp read different banks: a group's columns are read from a start
   // that moves with the thread, and the partials' slots with the entry.
+  // Teams that are not whole warps (CPU threads, in the tests) take one
+  // column a group: banks do not matter there, and both passes still run.
   KOKKOS_INLINE_FUNCTION void add_up_columns(const Member& member, double* sums,
                                              std::int64_t stride, std::int64_t j,
                                              std::int64_t chunk) const {
     const int threads = member.team_size();
-    const int width = threads % 32 == 0 ? 32 : threads;
+    const int width = threads % 32 == 0 ? 32 : 1;
     const int groups = threads / width;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k * groups), [&](int task) {
       const int a = task / groups, start = task % width;
