@@ -328,7 +328,7 @@ std::vector<double> jacobi_squared_norms(Matrix x, int length, int columns, doub
 std::vector<double> squared_singular_values(const Matrix& w, int k, int columns) {
   // Rows in falling order of size before the QR (Cox & Higham 1998: with
   // rows of very different sizes Householder QR stays row-wise accurate
-  // only so; xGEJSV does the same).
+  // only so; xGEJSV offers the same, JOBP = 'P').
   std::vector<double> row_sizes(k);
   for (int i = 0; i < k; ++i) row_sizes[i] = column_product(&w[i * k], &w[i * k], columns);
   std::vector<int> order(k);

@@ -85,8 +85,8 @@ KOKKOS_INLINE_FUNCTION double bspline_in_spacings(double distance, double recipr
 }
 
 // The four values of a cubic row at position t in [0, 1] of its interval,
-// in closed form: the pieces of the uniform cubic B-spline (de Boor, A
-// Practical Guide to Splines, IX), with s = 1 - t,
+// in closed form: the pieces of the uniform cubic B-spline (e.g. de Boor, A
+// Practical Guide to Splines), with s = 1 - t,
 //   N_0 = s^3 / 6,  N_1 = 2/3 - t^2 (2 - t) / 2,  N_2 = 2/3 - s^2 (2 - s) / 2,  N_3 = t^3 / 6,
 // each a sum of positive terms or 2/3 less one at most 1/2, so that no value
 // loses more than a few ulps. Thirteen double operations against de Boor's
