@@ -1,8 +1,9 @@
 // The df -> lambda step's generalised eigenproblem K v = d (G + 1e-9 K) v of
-// one base-learner (kpl/gam_penalty.hpp): kpl's own solver (Cholesky, L^-1 K
-// L^-T, Householder and implicit QL) against LAPACK's dsygvd through
-// OpenBLAS, on the G = B^T W B of a cubic B-spline basis of 2000 uniform
-// rows, k = 24, second differences: the GAM's default learner.
+// one base-learner (kpl/gam_penalty.hpp): kpl's own solver (Cholesky, the
+// squared singular values of L^-1 F with K = F F^T by a pivoted QR and
+// one-sided Jacobi) against LAPACK's dsygvd through OpenBLAS, on the
+// G = B^T W B of a cubic B-spline basis of 2000 uniform rows, k = 24, second
+// differences: the GAM's default learner.
 //
 // Besides the time, each run reports the low 24 bits of the mantissa of the
 // smallest non-null eigenvalue (`low_bits`), exactly, and of the lambda that

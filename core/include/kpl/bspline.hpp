@@ -58,8 +58,9 @@ inline void check_bspline_mesh(const BsplineMesh& mesh) {
 namespace impl {
 
 // The int a degree argument stands for: a run-time int, or a compile-time
-// std::integral_constant (so that the recursion's loops unroll and its work
-// arrays stay in registers, as a GPU kernel needs).
+// std::integral_constant (so that a kernel's loops over a row unroll and its
+// arrays stay in registers, as a GPU kernel needs; a cubic row's closed form
+// is then chosen at compile time).
 KOKKOS_INLINE_FUNCTION constexpr int bspline_degree_value(int degree) { return degree; }
 template <int Degree>
 KOKKOS_INLINE_FUNCTION constexpr int bspline_degree_value(std::integral_constant<int, Degree>) {
@@ -67,7 +68,7 @@ KOKKOS_INLINE_FUNCTION constexpr int bspline_degree_value(std::integral_constant
 }
 
 // Calls launch(degree) with the degree as a compile-time constant for cubic
-// splines (the common case: the recursion unrolls into registers), else as
+// splines (the common case: the closed form, the row in registers), else as
 // an int; for kernels templated on bspline_row_of_degree's Degree.
 template <class Launch>
 void with_bspline_degree(int degree, const Launch& launch) {
@@ -152,8 +153,7 @@ KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double
   // de Boor's recursion on knots ..., -1, 0, 1, 2, ... (span [0, 1]):
   // left[j] = local + j - 1, right[j] = j - local, and every denominator
   // right[r + 1] + left[j - r] equals j. Multiplied by 1 / j rather than
-  // divided by j: with the degree a compile-time constant the reciprocals are
-  // constants, and a GPU's double division is a dozen instructions, the
+  // divided by j: a GPU's double division is a dozen instructions, the
   // larger part of a row's evaluation where a kernel evaluates every row it
   // reads (kpl/evaluated_basis.hpp).
   double lower_degree[bspline_max_degree + 1];  // degree d - 1 values, for slopes
