@@ -102,6 +102,12 @@ class GamBooster {
     Vector cache;  // Gram mode: cached blocks B_j^T W B_s ([p k k] each) per selected s
     std::vector<int> slot_of;
     std::int64_t slots = 0, used = 0;
+    // Gram mode on the device (impl/gam_gram_iteration.hpp): c's two
+    // buffers (c at iteration m in c_at[m % 2]), slot_of's device copy, and
+    // the iteration that waits for the host to form its blocks (-1: none).
+    Vector c_at[2];
+    Kokkos::View<int*, Memory> device_slot_of;
+    Kokkos::View<int, Memory> halted;
   };
 
   // X and y: this process's rows of the group's (every process of the group
@@ -188,7 +194,11 @@ class GamBooster {
   void begin_boosting(Run& run);
   void iterate(Run& run, int m);
   void select_and_step(Run& run, int m);
-  void iterate_gram(Run& run, int m);
+  template <class AfterIterations>
+  void boost_gram(Run& run, const AfterIterations& after_iterations);
+  void launch_gram_iteration(Run& run, int m);
+  int halted_iteration(const Run& run);
+  void resume_gram(Run& run, int m);
   void form_cross_product_slot(Run& run, int s, std::int64_t slot);
   void iterate_dense(Run& run, int m);
   void compute_gradient_products();
@@ -302,7 +312,8 @@ class GamBooster {
              sizeof(double);
     bytes += (u_low_.size() + c_low_.size()) * sizeof(T) + (mstop + 1) * sizeof(RiskSums);
     if (mode == GamMode::gram && mstop > 0)
-      bytes += (gram_cache_slots(mstop) + 1) * learners_ * block * sizeof(double);
+      bytes += (gram_cache_slots(mstop) + 1) * learners_ * block * sizeof(double) +
+               c_.size() * sizeof(double) + learners_ * sizeof(int);
     return bytes;
   }
 

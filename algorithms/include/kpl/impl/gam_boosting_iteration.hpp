@@ -6,11 +6,14 @@
 //   s = argmin_j score_j      select (ties: the lowest j, as R's which.min)
 //   step = nu M_s c_s         take_step: coefficients_s += step
 //   f += B_s step, u, risk    update_rows (direct mode), or
-//   c_j -= (B_j^T B_s) step   update_cross_products (Gram mode)
-// and only s (Gram and dense modes) or nothing (direct, compact) reaches the
-// host. Across processes c (p k numbers) is summed over the group after it is
-// computed from the rows, so that every process selects the same s; in Gram
-// mode also each block B_j^T B_s as it is formed and the risk from the rows.
+//   c_j -= (B_j^T B_s) step   gram_step (Gram mode: with the next scores)
+// and only s (dense mode) or nothing (direct, compact) reaches the host. Gram
+// mode runs up to a refresh's worth of iterations on the device between two
+// reads by the host (impl/gam_gram_iteration.hpp), which learns from them
+// only whether a selection needs blocks not cached yet. Across processes c
+// (p k numbers) is summed over the group after it is computed from the rows,
+// so that every process selects the same s; in Gram mode also each block
+// B_j^T B_s as it is formed and the risk from the rows.
 //
 // Modes: direct, c = B^T u from the basis every iteration, O(n p (d + 1))
 // with the compact basis or O(n p k) with the dense one through kpl::gemv
@@ -23,6 +26,7 @@
 #pragma once
 
 #include <kpl/impl/gam_booster.hpp>
+#include <kpl/impl/gam_gram_iteration.hpp>
 #include <kpl/impl/gam_learner_selection.hpp>
 #include <kpl/impl/gam_take_step.hpp>
 #include <kpl/impl/gam_update_rows.hpp>
@@ -55,12 +59,20 @@ GamModel GamBooster<ExecutionSpace, T>::fit(const ConstVector& weights, int msto
   const bool reporting = gam_on_any(*group_, bool(progress.report));
   Kokkos::Timer boosting_timer, since_report;
   const double reductions_before = reduction_seconds_;
-  for (int m = 0; m < mstop; ++m) {
-    iterate(run, m);
+  // Every process calls it after the same iterations (a collective).
+  const auto after_iterations = [&](int done) {
     if (reporting && gam_report_due(*group_, since_report.seconds() >= progress.interval_seconds,
-                                    m + 1 == mstop)) {
-      report_progress(run, m, progress);
+                                    done == mstop)) {
+      report_progress(run, done - 1, progress);
       since_report.reset();
+    }
+  };
+  if (mode == GamMode::gram) {
+    boost_gram(run, after_iterations);
+  } else {
+    for (int m = 0; m < mstop; ++m) {
+      iterate(run, m);
+      after_iterations(m + 1);
     }
   }
   GamModel model = finish(run, held_out);
@@ -186,6 +198,15 @@ void GamBooster<ExecutionSpace, T>::allocate_run(Run& run) {
   run.slots = gram_cache_slots(mstop);
   run.cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
                      (run.slots + 1) * learners_ * block);  // + 1: the block of an uncached s
+  run.c_at[0] = c_;
+  run.c_at[1] = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::next_c"),
+                       learners_ * k_);
+  run.device_slot_of = Kokkos::View<int*, Memory>(
+      Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::slot_of"), learners_);
+  run.halted = Kokkos::View<int, Memory>(
+      Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::halted"));
+  Kokkos::deep_copy(space_, run.device_slot_of, -1);
+  Kokkos::deep_copy(space_, run.halted, -1);
 }
 
 // c = B^T u over the group's rows.
@@ -235,22 +256,20 @@ void GamBooster<ExecutionSpace, T>::add_offsets(double offset) {
                          AddToRows<Vector, ConstVector>{f_, row_offset_, 0.0});
 }
 
-// Iteration m: asynchronous on the booster's instance, except that the
-// Gram and dense modes read the selected index back.
+// Iteration m of the direct mode: asynchronous on the booster's instance,
+// except that the dense basis reads the selected index back.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::iterate(Run& run, int m) {
-  if (run.mode != GamMode::gram) compute_gradient_products();
+  compute_gradient_products();
   select_and_step(run, m);
 }
 
-// Iteration m once c is the group's.
+// Iteration m of the direct mode once c is the group's.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
   gam_scores(space_, learners_, k_, c_, reduction_, scores_);
   gam_select(space_, learners_, scores_, run.selected, m, current_);
-  if (run.mode == GamMode::gram) {
-    iterate_gram(run, m);
-  } else if (options_.basis == GamBasis::dense) {
+  if (options_.basis == GamBasis::dense) {
     iterate_dense(run, m);
   } else {
     gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients,
@@ -260,31 +279,84 @@ void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
   }
 }
 
-// Gram mode after the selection: the step, c from B_j^T B_s (cached, or
-// formed now), and every gram_refresh iterations c, f and the risk afresh.
+// Gram mode's iterations. The host launches them in batches that end at
+// the refreshes (c, f and the risk from the rows every gram_refresh
+// iterations and at the end) and reads back after each batch only whether
+// a selection halted it. A halt costs the rest of its batch's launches, so
+// a batch starts at one iteration after a halt and doubles while none
+// comes: the first iterations, which select new learners often, wait for
+// the host at each; later ones run a refresh's worth at a time.
 template <class ExecutionSpace, class T>
-void GamBooster<ExecutionSpace, T>::iterate_gram(Run& run, int m) {
-  const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
+template <class AfterIterations>
+void GamBooster<ExecutionSpace, T>::boost_gram(Run& run, const AfterIterations& after_iterations) {
+  const int mstop = run.mstop, refresh_every = options_.gram_refresh;
+  if (mstop <= 0) return;
+  gam_scores(space_, learners_, k_, c_, reduction_, scores_);
+  int m = 0, batch = 1;
+  while (m < mstop) {
+    const int refresh_at = std::min(mstop, (m / refresh_every + 1) * refresh_every);
+    const int end = std::min(refresh_at, m + batch);
+    for (int i = m; i < end; ++i) launch_gram_iteration(run, i);
+    const int halted = halted_iteration(run);
+    if (halted < 0) {
+      m = end;
+      batch = std::min(2 * batch, refresh_every);
+    } else {
+      resume_gram(run, halted);
+      m = halted + 1;
+      batch = 1;
+    }
+    if (m == refresh_at) {
+      refresh(run, m);
+      c_ = run.c_at[m % 2];
+      if (m < mstop) {
+        compute_gradient_products();
+        gam_scores(space_, learners_, k_, c_, reduction_, scores_);
+      }
+    }
+    after_iterations(m);
+  }
+}
+
+// Iteration m's two kernels: the selection, then the step, c at m + 1 and
+// its scores.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::launch_gram_iteration(Run& run, int m) {
+  const Vector c = run.c_at[m % 2], next_c = run.c_at[(m + 1) % 2];
+  gam_gram_select(space_, learners_, scores_, run.selected, m, current_, run.device_slot_of,
+                  run.halted);
+  using TakeStep = GamTakeStep<ExecutionSpace, decltype(current_), Vector, Vector, Vector,
+                               decltype(run.coefficients), Vector, decltype(run.risk_sums)>;
+  using Scores = GamScores<ExecutionSpace, Vector, Vector, decltype(scores_)>;
+  gam_gram_step(space_, learners_,
+                TakeStep{current_, inverse_, c, step_, run.coefficients, run.gram, run.risk_sums,
+                         m, options_.nu, k_},
+                Scores{next_c, reduction_, scores_, k_}, run.cache, run.device_slot_of,
+                run.halted);
+}
+
+// The iteration whose selection halted the device's run, -1 if none.
+template <class ExecutionSpace, class T>
+int GamBooster<ExecutionSpace, T>::halted_iteration(const Run& run) {
+  int halted;
+  Kokkos::deep_copy(space_, Kokkos::View<int, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&halted),
+                    run.halted);
+  space_.fence();
+  return halted;
+}
+
+// After the selection of iteration m halted the run: s's blocks formed in a
+// free slot (or the spare one, which keeps no learner's), then iteration m's
+// step on the device.
+template <class ExecutionSpace, class T>
+void GamBooster<ExecutionSpace, T>::resume_gram(Run& run, int m) {
   const int s = selected_on_host();
-  std::int64_t slot;
-  const auto slot_blocks = [&] {
-    return Kokkos::subview(
-        run.cache, std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block));
-  };
-  if (run.slot_of[s] >= 0) {
-    slot = run.slot_of[s];
-  } else {
-    slot = run.used < run.slots ? run.used++ : run.slots;
-    form_cross_product_slot(run, s, slot);
-    if (slot < run.slots) run.slot_of[s] = static_cast<int>(slot);
-  }
-  gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients, run.gram,
-                run.risk_sums, m);
-  gam_update_cross_products(space_, learners_, k_, slot_blocks(), step_, c_);
-  if ((m + 1) % options_.gram_refresh == 0 || m + 1 == run.mstop) {
-    refresh(run, m + 1);
-    if (m + 1 < run.mstop) compute_gradient_products();
-  }
+  const std::int64_t slot = run.used < run.slots ? run.used++ : run.slots;
+  form_cross_product_slot(run, s, slot);
+  if (slot < run.slots) run.slot_of[s] = static_cast<int>(slot);
+  gam_gram_resume(space_, run.device_slot_of, run.halted, s, static_cast<int>(slot));
+  launch_gram_iteration(run, m);  // its selection again: the same s, the run not halted
+  if (slot == run.slots) gam_gram_resume(space_, run.device_slot_of, run.halted, s, -1);
 }
 
 // Slot `slot` of the Gram cache := B_j^T W B_s for every block j. Without

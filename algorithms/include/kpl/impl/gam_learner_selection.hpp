@@ -30,7 +30,11 @@ struct GamScores {
   int k;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    const std::int64_t j = member.league_rank();
+    score(member, member.league_rank());
+  }
+
+  // scores(j) from c; every thread of the team takes part.
+  KOKKOS_INLINE_FUNCTION void score(const Member& member, const std::int64_t j) const {
     const std::int64_t base = j * k;
     double quadratic = 0;
     Kokkos::parallel_reduce(
@@ -76,16 +80,21 @@ struct GamSelect {
   std::int64_t learners, iteration;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int best = best_learner(member);
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      selected(iteration) = best;
+      current() = best;
+    });
+  }
+
+  // argmin_j scores(j), known to every thread of the team.
+  KOKKOS_INLINE_FUNCTION int best_learner(const Member& member) const {
     const ArgMin<double> op;
     auto best = op.identity();
     // (A NaN score counts as +infinity: it never wins.)
     for (std::int64_t j = member.team_rank(); j < learners; j += member.team_size())
       op.combine(best, op.lift(compat::math::isnan(scores(j)) ? largest<double>() : scores(j), j));
-    best = team_reduce(member, op, best);
-    Kokkos::single(Kokkos::PerTeam(member), [&] {
-      selected(iteration) = static_cast<int>(best.index);
-      current() = static_cast<int>(best.index);
-    });
+    return static_cast<int>(team_reduce(member, op, best).index);
   }
 };
 

@@ -30,19 +30,36 @@ struct GamTakeStep {
   double nu;
   int k;
 
+  // (M_s c_s)(a), the block of s at base = s k.
+  KOKKOS_INLINE_FUNCTION double fitted(std::int64_t base, int a) const {
+    double sum = 0;
+    for (int b = 0; b < k; ++b) sum += double(inverse((base + a) * k + b)) * double(c(base + b));
+    return sum;
+  }
+
   // step^T (G_s step - 2 c_s): the change of |u - B_s gamma|^2.
-  KOKKOS_INLINE_FUNCTION double risk_change(const Member& member, std::int64_t base) const {
+  template <class Step>
+  KOKKOS_INLINE_FUNCTION double risk_change(const Member& member, std::int64_t base,
+                                            const Step& step_values) const {
     double change = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, k),
         [&](const int a, double& partial) {
           double curvature = 0;
           for (int b = 0; b < k; ++b)
-            curvature += double(gram((base + a) * k + b)) * double(step(b));
-          partial += double(step(a)) * (curvature - 2 * double(c(base + a)));
+            curvature += double(gram((base + a) * k + b)) * double(step_values(b));
+          partial += double(step_values(a)) * (curvature - 2 * double(c(base + a)));
         },
         change);
     return change;
+  }
+
+  // risk_sums(iteration + 1) from risk_sums(iteration) (Gram mode).
+  KOKKOS_INLINE_FUNCTION void add_risk_change(const Member& member, double change) const {
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      risk_sums(iteration + 1).training = risk_sums(iteration).training + change;
+      risk_sums(iteration + 1).held_out = 0;
+    });
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -50,18 +67,13 @@ struct GamTakeStep {
     const std::int64_t s = current();
     const std::int64_t base = s * k;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
-      double sum = 0;
-      for (int b = 0; b < k; ++b) sum += double(inverse((base + a) * k + b)) * double(c(base + b));
+      const double sum = fitted(base, a);
       step(a) = T(nu * sum);
       coefficients(base + a) += nu * sum;
     });
     if (gram.extent(0) == 0) return;
     member.team_barrier();
-    const double change = risk_change(member, base);
-    Kokkos::single(Kokkos::PerTeam(member), [&] {
-      risk_sums(iteration + 1).training = risk_sums(iteration).training + change;
-      risk_sums(iteration + 1).held_out = 0;
-    });
+    add_risk_change(member, risk_change(member, base, step));
   }
 };
 

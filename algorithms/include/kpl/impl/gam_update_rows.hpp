@@ -68,30 +68,5 @@ void gam_update_rows(const ExecutionSpace& space, const Basis& basis, bool add_s
           Kokkos::View<RiskSums, Memory, Kokkos::MemoryUnmanaged>(risk_sums.data() + slot)));
 }
 
-// Gram mode: c_j -= (B_j^T B_s) step for every learner j, the cross products
-// of block s at cross_products[j k k ...].
-template <class CrossView, class StepView, class CView>
-struct GamUpdateCrossProducts {
-  CrossView cross_products;
-  StepView step;
-  CView c;
-  int k;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t row) const {
-    double sum = 0;
-    for (int b = 0; b < k; ++b) sum += double(cross_products(row * k + b)) * double(step(b));
-    c(row) -= sum;
-  }
-};
-
-template <class ExecutionSpace, class CrossView, class StepView, class CView>
-void gam_update_cross_products(const ExecutionSpace& space, std::int64_t learners, int k,
-                               const CrossView& cross_products, const StepView& step,
-                               const CView& c) {
-  Kokkos::parallel_for(
-      "kpl::gam::update_cross_products",
-      Kokkos::RangePolicy<ExecutionSpace>(space, 0, learners * k),
-      GamUpdateCrossProducts<CrossView, StepView, CView>{cross_products, step, c, k});
-}
-
 }  // namespace impl
 }  // namespace kpl
