@@ -1285,6 +1285,51 @@ KPL_EXECUTION_SPACE_TEST(Gam, GramModeReusedBlocksKeepTheBits) {
   EXPECT_EQ(plain.coefficients, weighted.coefficients);
 }
 
+// Gram mode launches its iterations in batches that double, up to the next
+// refresh, while no selection halts them (impl/gam_gram_iteration.hpp); a
+// learner selected for the first time halts the device's run, and the
+// iterations launched after it in its batch must change nothing until its
+// blocks are formed. With one refresh at the end, learners selected first
+// well after the one before halt inside such batches: the fit still follows
+// the direct mode's path, and its progress is reported between batches
+// with the risks of the model.
+KPL_EXECUTION_SPACE_TEST(Gam, GramModeHaltsInsideBatchesOfIterations) {
+  using Space = TypeParam;
+  const auto data = kpl::simulate_gam(simulation_of(1500, 40, 20, 5));
+  auto X = on_device<Space>(data.X);
+  auto y = on_device<Space>(data.y);
+  kpl::GamOptions options;
+  options.mstop = 300;
+  options.basis = kpl::GamBasis::compact;
+  const auto direct = kpl::fit_gam(Space(), X, y, options);
+  options.mode = kpl::GamMode::gram;
+  options.gram_refresh = 1000;
+  std::vector<std::pair<int, double>> reports;
+  kpl::GamProgress progress;
+  progress.interval_seconds = 0;
+  progress.report = [&](int m, double risk) { reports.push_back({m, risk}); };
+  const auto gram = kpl::fit_gam(Space(), X, y, options, nullptr, progress);
+  std::vector<std::int64_t> first_selections;
+  for (std::size_t m = 0; m < gram.selected.size(); ++m)
+    if (std::find(gram.selected.begin(), gram.selected.begin() + m, gram.selected[m]) ==
+        gram.selected.begin() + m)
+      first_selections.push_back(m);
+  std::int64_t widest_gap = 0;
+  for (std::size_t i = 1; i < first_selections.size(); ++i)
+    widest_gap = std::max(widest_gap, first_selections[i] - first_selections[i - 1]);
+  ASSERT_GE(widest_gap, 8) << "no learner is first selected inside a batch of several iterations";
+  EXPECT_EQ(gram.selected, direct.selected);
+  EXPECT_LT(relative_difference(gram.risk, direct.risk), 1e-9);
+  EXPECT_LT(relative_difference(gram.coefficients, direct.coefficients), 1e-9);
+  ASSERT_FALSE(reports.empty());
+  EXPECT_LT(reports.size(), 300u);  // between batches, not after every iteration
+  EXPECT_EQ(reports.back().first, 300);
+  for (std::size_t r = 0; r < reports.size(); ++r) {
+    if (r > 0) EXPECT_GT(reports[r].first, reports[r - 1].first);
+    EXPECT_EQ(reports[r].second, gram.risk[reports[r].first]) << "after " << reports[r].first;
+  }
+}
+
 // ------------------------------------------------ simulation and validation
 
 KPL_EXECUTION_SPACE_TEST(Gam, FindsTheSimulationsInformativeCovariates) {

@@ -106,6 +106,8 @@ struct GamTimings {
 
 // Called from fit_gam at most every interval_seconds with (iterations done,
 // training risk); the only time the risk is copied to the host mid-fit.
+// Gram mode calls it between its batches of iterations (up to
+// gram_refresh of them), not after every one.
 struct GamProgress {
   std::function<void(int, double)> report;
   double interval_seconds = 0.5;
