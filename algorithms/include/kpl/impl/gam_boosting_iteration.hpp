@@ -272,8 +272,7 @@ void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
   if (options_.basis == GamBasis::dense) {
     iterate_dense(run, m);
   } else {
-    gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients,
-                  Vector(), run.risk_sums, m);
+    gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients);
     gam_update_rows(space_, basis_, true, current_, step_, GamFamilyFunctions{options_.family},
                     ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, m + 1);
   }
@@ -322,17 +321,16 @@ void GamBooster<ExecutionSpace, T>::boost_gram(Run& run, const AfterIterations& 
 // its scores.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::launch_gram_iteration(Run& run, int m) {
-  const Vector c = run.c_at[m % 2], next_c = run.c_at[(m + 1) % 2];
   gam_gram_select(space_, learners_, scores_, run.selected, m, current_, run.device_slot_of,
                   run.halted);
-  using TakeStep = GamTakeStep<ExecutionSpace, decltype(current_), Vector, Vector, Vector,
-                               decltype(run.coefficients), Vector, decltype(run.risk_sums)>;
   using Scores = GamScores<ExecutionSpace, Vector, Vector, decltype(scores_)>;
-  gam_gram_step(space_, learners_,
-                TakeStep{current_, inverse_, c, step_, run.coefficients, run.gram, run.risk_sums,
-                         m, options_.nu, k_},
-                Scores{next_c, reduction_, scores_, k_}, run.cache, run.device_slot_of,
-                run.halted);
+  using Step = GamGramStep<ExecutionSpace, decltype(current_), Vector, decltype(run.coefficients),
+                           decltype(run.risk_sums), Scores, decltype(run.device_slot_of),
+                           decltype(run.halted)>;
+  gam_gram_step(
+      space_, Step{current_, inverse_, run.c_at[m % 2], step_, run.coefficients, run.gram,
+                   run.risk_sums, run.cache, Scores{run.c_at[(m + 1) % 2], reduction_, scores_, k_},
+                   run.device_slot_of, run.halted, learners_, m, options_.nu, k_});
 }
 
 // The iteration whose selection halted the device's run, -1 if none.
@@ -379,8 +377,8 @@ void GamBooster<ExecutionSpace, T>::form_cross_product_slot(Run& run, int s, std
   } else {
     Kokkos::View<std::uint8_t*, Kokkos::HostSpace> skipped("kpl::gam::reused_blocks", learners_);
     for (const std::int64_t j : reused) skipped(j) = 1;
-    impl::compact_cross_products(space_, basis_, run.weights, s, slot_blocks,
-                                 product_workspace_, impl::SkippedBlocks(skipped));
+    impl::compact_cross_products(space_, basis_, run.weights, s, slot_blocks, product_workspace_,
+                                 impl::SkippedBlocks(skipped));
   }
   sum_over_processes(slot_blocks);
   if constexpr (impl::compact_basis_on_host<ExecutionSpace>) {
@@ -400,8 +398,7 @@ void GamBooster<ExecutionSpace, T>::form_cross_product_slot(Run& run, int s, std
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::iterate_dense(Run& run, int m) {
   const int k = k_;
-  gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, run.coefficients, Vector(),
-                run.risk_sums, m);
+  gam_take_step(space_, k, options_.nu, current_, inverse_, c_, step_, run.coefficients);
   const std::int64_t s = selected_on_host();
   const auto block_columns =
       Kokkos::subview(dense_, Kokkos::ALL, std::make_pair(s * k, (s + 1) * k));
