@@ -1330,6 +1330,25 @@ KPL_EXECUTION_SPACE_TEST(Gam, GramModeHaltsInsideBatchesOfIterations) {
   }
 }
 
+// A Gram iteration copies four k x k blocks to team scratch; with k = 80
+// they outgrow a GPU's shared memory and go to level-1 scratch instead.
+KPL_EXECUTION_SPACE_TEST(Gam, GramModeWithBlocksBeyondSharedMemory) {
+  using Space = TypeParam;
+  const auto data = kpl::simulate_gam(simulation_of(1500, 6, 3, 11));
+  auto X = on_device<Space>(data.X);
+  auto y = on_device<Space>(data.y);
+  kpl::GamOptions options;
+  options.basis_size = 80;
+  options.mstop = 40;
+  options.basis = kpl::GamBasis::compact;
+  const auto direct = kpl::fit_gam(Space(), X, y, options);
+  options.mode = kpl::GamMode::gram;
+  const auto gram = kpl::fit_gam(Space(), X, y, options);
+  EXPECT_EQ(gram.selected, direct.selected);
+  EXPECT_LT(relative_difference(gram.risk, direct.risk), 1e-9);
+  EXPECT_LT(relative_difference(gram.coefficients, direct.coefficients), 1e-9);
+}
+
 // ------------------------------------------------ simulation and validation
 
 KPL_EXECUTION_SPACE_TEST(Gam, FindsTheSimulationsInformativeCovariates) {

@@ -102,10 +102,11 @@ class GamBooster {
     Vector cache;  // Gram mode: cached blocks B_j^T W B_s ([p k k] each) per selected s
     std::vector<int> slot_of;
     std::int64_t slots = 0, used = 0;
-    // Gram mode on the device (impl/gam_gram_iteration.hpp): c's two
-    // buffers (c at iteration m in c_at[m % 2]), slot_of's device copy, and
-    // the iteration that waits for the host to form its blocks (-1: none).
-    Vector c_at[2];
+    // Gram mode on the device (impl/gam_gram_iteration.hpp): two buffers
+    // each of c and the scores (iteration m's in [m % 2]), slot_of's device
+    // copy, and the iteration that waits for the host to form its blocks
+    // (-1: none).
+    Vector c_at[2], scores_at[2];
     Kokkos::View<int*, Memory> device_slot_of;
     Kokkos::View<int, Memory> halted;
   };
@@ -313,7 +314,7 @@ class GamBooster {
     bytes += (u_low_.size() + c_low_.size()) * sizeof(T) + (mstop + 1) * sizeof(RiskSums);
     if (mode == GamMode::gram && mstop > 0)
       bytes += (gram_cache_slots(mstop) + 1) * learners_ * block * sizeof(double) +
-               c_.size() * sizeof(double) + learners_ * sizeof(int);
+               (c_.size() + learners_) * sizeof(double) + learners_ * sizeof(int);
     return bytes;
   }
 

@@ -6,7 +6,8 @@
 //   s = argmin_j score_j      select (ties: the lowest j, as R's which.min)
 //   step = nu M_s c_s         take_step: coefficients_s += step
 //   f += B_s step, u, risk    update_rows (direct mode), or
-//   c_j -= (B_j^T B_s) step   gram_step (Gram mode: with the next scores)
+//   c_j -= (B_j^T B_s) step   Gram mode: all in gram_iteration, with the
+//                             next scores
 // and only s (dense mode) or nothing (direct, compact) reaches the host. Gram
 // mode runs up to a refresh's worth of iterations on the device between two
 // reads by the host (impl/gam_gram_iteration.hpp), which learns from them
@@ -198,6 +199,9 @@ void GamBooster<ExecutionSpace, T>::allocate_run(Run& run) {
   run.slots = gram_cache_slots(mstop);
   run.cache = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::cross"),
                      (run.slots + 1) * learners_ * block);  // + 1: the block of an uncached s
+  run.scores_at[0] = scores_;
+  run.scores_at[1] = Vector(
+      Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::next_scores"), learners_);
   run.c_at[0] = c_;
   run.c_at[1] = Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::next_c"),
                        learners_ * k_);
@@ -290,7 +294,7 @@ template <class AfterIterations>
 void GamBooster<ExecutionSpace, T>::boost_gram(Run& run, const AfterIterations& after_iterations) {
   const int mstop = run.mstop, refresh_every = options_.gram_refresh;
   if (mstop <= 0) return;
-  gam_scores(space_, learners_, k_, c_, reduction_, scores_);
+  gam_scores(space_, learners_, k_, c_, reduction_, run.scores_at[0]);
   int m = 0, batch = 1;
   while (m < mstop) {
     const int refresh_at = std::min(mstop, (m / refresh_every + 1) * refresh_every);
@@ -310,27 +314,25 @@ void GamBooster<ExecutionSpace, T>::boost_gram(Run& run, const AfterIterations& 
       c_ = run.c_at[m % 2];
       if (m < mstop) {
         compute_gradient_products();
-        gam_scores(space_, learners_, k_, c_, reduction_, scores_);
+        gam_scores(space_, learners_, k_, c_, reduction_, run.scores_at[m % 2]);
       }
     }
     after_iterations(m);
   }
 }
 
-// Iteration m's two kernels: the selection, then the step, c at m + 1 and
-// its scores.
+// Iteration m's kernel: the selection, the step, c at m + 1 and its scores.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::launch_gram_iteration(Run& run, int m) {
-  gam_gram_select(space_, learners_, scores_, run.selected, m, current_, run.device_slot_of,
-                  run.halted);
-  using Scores = GamScores<ExecutionSpace, Vector, Vector, decltype(scores_)>;
-  using Step = GamGramStep<ExecutionSpace, decltype(current_), Vector, decltype(run.coefficients),
-                           decltype(run.risk_sums), Scores, decltype(run.device_slot_of),
-                           decltype(run.halted)>;
-  gam_gram_step(
-      space_, Step{current_, inverse_, run.c_at[m % 2], step_, run.coefficients, run.gram,
-                   run.risk_sums, run.cache, Scores{run.c_at[(m + 1) % 2], reduction_, scores_, k_},
-                   run.device_slot_of, run.halted, learners_, m, options_.nu, k_});
+  using Select = GamSelect<ExecutionSpace, Vector, decltype(run.selected), decltype(current_)>;
+  using Iteration =
+      GamGramIteration<ExecutionSpace, Select, Vector, decltype(run.coefficients),
+                       decltype(run.risk_sums), decltype(run.device_slot_of), decltype(run.halted)>;
+  gam_gram_iteration(
+      space_, Iteration{Select{run.scores_at[m % 2], run.selected, current_, learners_, m},
+                        run.scores_at[(m + 1) % 2], inverse_, reduction_, run.gram, run.cache,
+                        run.c_at[m % 2], run.c_at[(m + 1) % 2], step_, run.coefficients,
+                        run.risk_sums, run.device_slot_of, run.halted, options_.nu, k_});
 }
 
 // The iteration whose selection halted the device's run, -1 if none.

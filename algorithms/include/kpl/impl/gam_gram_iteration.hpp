@@ -1,114 +1,114 @@
 // The GAM's Gram-mode iteration on the device (kpl/gam.hpp;
-// impl/gam_boosting_iteration.hpp): two kernels an iteration that the host
-// launches many iterations ahead without reading anything back. The select
-// kernel reads the chosen learner's cache slot on the device; when its
-// cross-product blocks B_j^T W B_s are not cached yet it halts the run: it
-// and the kernels launched after it do nothing until the host has formed
-// the blocks and resumed.
+// impl/gam_boosting_iteration.hpp): one kernel an iteration, which the host
+// launches many iterations ahead without reading anything back. Every team
+// selects the learner s itself from the scores (all find the same s), then
+// updates its own learner's c and score. When s's cross-product blocks
+// B_j^T W B_s are not cached yet the kernel halts the run: it and the
+// kernels launched after it do nothing until the host has formed the blocks
+// and resumed.
 #pragma once
 
 #include <kpl/impl/gam_learner_selection.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace kpl {
 namespace impl {
 
-// Iteration `iteration`'s selection (GamSelect); halted() := iteration when
-// the selected learner has no cache slot (slot_of < 0). Does nothing once
-// the run is halted.
-template <class ExecutionSpace, class Select, class SlotView, class HaltView>
-struct GamGramSelect {
-  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
-  Select select;
-  SlotView slot_of;
-  HaltView halted;
-
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    if (halted() >= 0) return;
-    const int best = select.best_learner(member);
-    Kokkos::single(Kokkos::PerTeam(member), [&] {
-      select.selected(select.iteration) = best;
-      select.current() = best;
-      if (slot_of(best) < 0) halted() = static_cast<int>(select.iteration);
-    });
-  }
-};
-
-template <class ExecutionSpace, class ScoreView, class SelectedView, class CurrentView,
+// Iteration `select.iteration`, one team per learner j: s = argmin of the
+// scores (GamSelect; team 0 records it, and halts the run where s has no
+// cache slot), step = nu M_s c_s (every team forms it: k^2 multiply-adds,
+// so that no team waits for another), next_c_j = c_j - (B_j^T W B_s) step
+// from s's slot, and next_score_j = -next_c_j^T R_j next_c_j. Team s also
+// adds the step to the coefficients and the risk's change, |u - B_s
+// step|^2 - |u|^2 = step^T (G_s step - 2 c_s), without a pass over the
+// rows. c and the scores have two buffers each: a team reads c_s and every
+// score while the others write their own next ones. The team copies the
+// k x k blocks it needs to scratch with all its threads at once, then sums
+// over them in a fixed order (a CPU's, where a team is one thread).
+template <class ExecutionSpace, class Select, class Vector, class CoefficientView, class RiskView,
           class SlotView, class HaltView>
-void gam_gram_select(const ExecutionSpace& space, std::int64_t learners, const ScoreView& scores,
-                     const SelectedView& selected, std::int64_t iteration,
-                     const CurrentView& current, const SlotView& slot_of, const HaltView& halted) {
-  using Select = GamSelect<ExecutionSpace, ScoreView, SelectedView, CurrentView>;
-  const int team_size = gam_on_host<ExecutionSpace> ? 1 : 256;
-  Kokkos::parallel_for(
-      "kpl::gam::gram_select", Kokkos::TeamPolicy<ExecutionSpace>(space, 1, team_size),
-      GamGramSelect<ExecutionSpace, Select, SlotView, HaltView>{
-          Select{scores, selected, current, learners, iteration}, slot_of, halted});
-}
-
-// Iteration `iteration` after the selection of s, one team per learner j:
-// step = nu M_s c_s (every team forms it: k^2 multiply-adds, so that no
-// team waits for another), next_c_j = c_j - (B_j^T W B_s) step from s's
-// cache slot, and score_j from next_c_j for the next selection. Team s also
-// adds the step to the coefficients and the risk's change, |u - B_s step|^2
-// - |u|^2 = step^T (G_s step - 2 c_s) without a pass over the rows. c and
-// next_c are two buffers: a team reads c_s while team s writes its own
-// next_c. Each k x k block is first copied to team scratch by all the
-// team's threads at once: the sums over it then run in a fixed order (the
-// CPU's) without waiting on one global load after another.
-template <class ExecutionSpace, class CurrentView, class Vector, class CoefficientView,
-          class RiskView, class Scores, class SlotView, class HaltView>
-struct GamGramStep {
+struct GamGramIteration {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   using Scratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  CurrentView current;
-  Vector inverse;  // M_j, [p k k]
-  Vector c;        // c at this iteration
-  Vector step;     // written by team s
+  Select select;  // its scores: this iteration's
+  Vector next_scores;
+  Vector inverse, reduction, gram;  // M_j, R_j, G_j = B_j^T W B_j: [p k k]
+  Vector cache;                     // [slots + 1][p][k][k]
+  Vector c, next_c;
+  Vector step;  // written by team s
   CoefficientView coefficients;
-  Vector gram;  // G_j = B_j^T W B_j, [p k k]
   RiskView risk_sums;
-  Vector cache;   // [slots + 1][p][k][k]
-  Scores scores;  // its c: next_c
   SlotView slot_of;
   HaltView halted;
-  std::int64_t learners, iteration;
   double nu;
   int k;
+  int level = 0;  // scratch level: 1 where the blocks outgrow level 0
 
   static std::size_t scratch_bytes(int k) {
-    return Scratch::shmem_size(std::size_t(k) * k) + 2 * Scratch::shmem_size(k);
+    return 4 * Scratch::shmem_size(std::size_t(k) * k) + 4 * Scratch::shmem_size(k);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     if (halted() >= 0) return;
-    const std::int64_t s = current(), j = member.league_rank(), entries = std::int64_t(k) * k;
-    const Scratch block(member.team_scratch(0), entries), c_s(member.team_scratch(0), k),
-        step_s(member.team_scratch(0), k);
-    stage(member, inverse, s * entries, block, entries);
+    const std::int64_t s = select.best_learner(member), j = member.league_rank();
+    const int slot = slot_of(s);
+    if (j == 0)
+      Kokkos::single(Kokkos::PerTeam(member), [&] {
+        select.selected(select.iteration) = static_cast<int>(s);
+        select.current() = static_cast<int>(s);
+        if (slot < 0) halted() = static_cast<int>(select.iteration);
+      });
+    if (slot < 0) return;
+    const std::int64_t entries = std::int64_t(k) * k;
+    const auto block = [&] { return Scratch(member.team_scratch(level), entries); };
+    const auto vector = [&] { return Scratch(member.team_scratch(level), k); };
+    const Scratch M_s = block(), C_js = block(), R_j = block(), G_s = block();
+    const Scratch c_s = vector(), c_j = vector(), step_s = vector(), next = vector();
+    stage(member, inverse, s * entries, M_s, entries);
     stage(member, c, s * k, c_s, k);
+    stage(member, cache, (slot * select.learners + j) * entries, C_js, entries);
+    stage(member, reduction, j * entries, R_j, entries);
+    stage(member, c, j * k, c_j, k);
+    if (j == s) stage(member, gram, s * entries, G_s, entries);
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
       double sum = 0;
-      for (int b = 0; b < k; ++b) sum += block(a * k + b) * c_s(b);
-      Kokkos::single(Kokkos::PerThread(member), [&] { step_s(a) = nu * sum; });
+      for (int b = 0; b < k; ++b) sum += M_s(a * k + b) * c_s(b);
+      step_s(a) = nu * sum;
     });
-    member.team_barrier();
-    stage(member, cache, (std::int64_t(slot_of(s)) * learners + j) * entries, block, entries);
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
       double sum = 0;
-      for (int b = 0; b < k; ++b) sum += block(a * k + b) * step_s(b);
-      Kokkos::single(Kokkos::PerThread(member), [&] { scores.c(j * k + a) = c(j * k + a) - sum; });
+      for (int b = 0; b < k; ++b) sum += C_js(a * k + b) * step_s(b);
+      next(a) = c_j(a) - sum;
+      next_c(j * k + a) = next(a);
     });
     member.team_barrier();
-    scores.score(member, j);
-    if (j == s) add_step(member, s, block, c_s, step_s);
+    const double score = -quadratic_form(member, R_j, next);
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      next_scores(j) = compat::math::isfinite(score) ? score : largest<double>();
+    });
+    if (j == s) add_step(member, s, G_s, c_s, step_s);
+  }
+
+  // x^T A x over the team (A: k x k, row-major), GamScores' order.
+  KOKKOS_INLINE_FUNCTION double quadratic_form(const Member& member, const Scratch& A,
+                                               const Scratch& x) const {
+    double total = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, k),
+        [&](const int a, double& sum) {
+          double row = 0;
+          for (int b = 0; b < k; ++b) row += A(a * k + b) * x(b);
+          sum += x(a) * row;
+        },
+        total);
+    return total;
   }
 
   // to(0 .. count) := from(offset ..), by all the team's threads.
@@ -120,40 +120,38 @@ struct GamGramStep {
 
   // Team s: coefficients_s += step, the step itself, and the risk at
   // iteration + 1 from the one before.
-  KOKKOS_INLINE_FUNCTION void add_step(const Member& member, std::int64_t s, const Scratch& block,
+  KOKKOS_INLINE_FUNCTION void add_step(const Member& member, std::int64_t s, const Scratch& G_s,
                                        const Scratch& c_s, const Scratch& step_s) const {
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k), [&](const int a) {
       step(a) = step_s(a);
       coefficients(s * k + a) += step_s(a);
     });
-    member.team_barrier();  // block's cross products read by every thread
-    stage(member, gram, s * k * k, block, k * k);
-    member.team_barrier();
     double change = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, k),
         [&](const int a, double& partial) {
           double curvature = 0;
-          for (int b = 0; b < k; ++b) curvature += block(a * k + b) * step_s(b);
+          for (int b = 0; b < k; ++b) curvature += G_s(a * k + b) * step_s(b);
           partial += step_s(a) * (curvature - 2 * c_s(a));
         },
         change);
     Kokkos::single(Kokkos::PerTeam(member), [&] {
-      risk_sums(iteration + 1).training = risk_sums(iteration).training + change;
-      risk_sums(iteration + 1).held_out = 0;
+      const std::int64_t m = select.iteration;
+      risk_sums(m + 1).training = risk_sums(m).training + change;
+      risk_sums(m + 1).held_out = 0;
     });
   }
 };
 
-template <class ExecutionSpace, class Step>
-void gam_gram_step(const ExecutionSpace& space, const Step& step) {
-  // GamScores' launch shape: the score's sums in the same order.
-  const int team_size = gam_on_host<ExecutionSpace> ? 1 : 32;
-  const int vector_length = gam_on_host<ExecutionSpace> ? 1 : 8;
-  Kokkos::TeamPolicy<ExecutionSpace> policy(space, static_cast<int>(step.learners), team_size,
-                                            vector_length);
-  policy.set_scratch_size(0, Kokkos::PerTeam(Step::scratch_bytes(step.k)));
-  Kokkos::parallel_for("kpl::gam::gram_step", policy, step);
+template <class ExecutionSpace, class Iteration>
+void gam_gram_iteration(const ExecutionSpace& space, Iteration iteration) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  const std::size_t bytes = Iteration::scratch_bytes(iteration.k);
+  iteration.level = bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+  const int team_size = gam_on_host<ExecutionSpace> ? 1 : iteration.k <= 32 ? 32 : 64;
+  Policy policy(space, static_cast<int>(iteration.select.learners), team_size, 1);
+  policy.set_scratch_size(iteration.level, Kokkos::PerTeam(bytes));
+  Kokkos::parallel_for("kpl::gam::gram_iteration", policy, iteration);
 }
 
 // slot_of(learner) := slot and the run resumed (halted() := -1).

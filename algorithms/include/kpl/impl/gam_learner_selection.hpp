@@ -30,11 +30,7 @@ struct GamScores {
   int k;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    score(member, member.league_rank());
-  }
-
-  // scores(j) from c; every thread of the team takes part.
-  KOKKOS_INLINE_FUNCTION void score(const Member& member, const std::int64_t j) const {
+    const std::int64_t j = member.league_rank();
     const std::int64_t base = j * k;
     double quadratic = 0;
     Kokkos::parallel_reduce(
