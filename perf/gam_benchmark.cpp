@@ -220,19 +220,24 @@ void register_for() {
       }
     }
   }
-  // The evaluated basis (B^T u from x), direct mode, k = 32: the anchors' n.
-  for (int mstop : {100, 1000}) {
-    if (host && mstop == 1000) continue;
-    auto options = seed_options(32, mstop);
-    options.basis = kpl::GamBasis::evaluated;
-    auto* benchmark = benchmark::RegisterBenchmark(
-        ("gam_fit/evaluated/direct" + suffix + "/k:32/mstop:" + std::to_string(mstop) + "/" +
-         Space::name())
-            .c_str(),
-        [options](benchmark::State& state) { gam_fit<Space, T>(state, options); });
-    benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMillisecond);
-    benchmark->Arg(10000)->Arg(100000);
-    if (!host && mstop == 100) benchmark->Arg(1000000);
+  // The evaluated basis (B^T u from x), k = 32: the anchors' n. Direct mode,
+  // and on GPUs Gram mode (its refreshes take B^T u from x; the cross
+  // products still come from the stored compact basis).
+  for (auto mode : {kpl::GamMode::direct, kpl::GamMode::gram}) {
+    for (int mstop : {100, 1000}) {
+      if (host && (mstop == 1000 || mode == kpl::GamMode::gram)) continue;
+      auto options = seed_options(32, mstop);
+      options.basis = kpl::GamBasis::evaluated;
+      options.mode = mode;
+      auto* benchmark = benchmark::RegisterBenchmark(
+          ("gam_fit/evaluated/" + kpl::to_string(mode) + suffix + "/k:32/mstop:" +
+           std::to_string(mstop) + "/" + Space::name())
+              .c_str(),
+          [options](benchmark::State& state) { gam_fit<Space, T>(state, options); });
+      benchmark->ArgName("n")->UseRealTime()->Unit(benchmark::kMillisecond);
+      benchmark->Arg(10000)->Arg(100000);
+      if (!host && mstop == 100) benchmark->Arg(1000000);
+    }
   }
   // The mboost anchor's first case: n = 2000, k = 16, mstop = 200.
   for (auto mode : {kpl::GamMode::direct, kpl::GamMode::gram}) {
