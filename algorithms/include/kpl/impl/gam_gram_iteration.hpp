@@ -111,11 +111,25 @@ struct GamGramIteration {
     return total;
   }
 
-  // to(0 .. count) := from(offset ..), by all the team's threads.
+  // to(0 .. count) := from(offset ..), by all the team's threads, each
+  // issuing a batch of loads before it stores any: one memory latency a
+  // batch, not one an element (a team's blocks are all that its iteration
+  // waits for).
   KOKKOS_INLINE_FUNCTION static void stage(const Member& member, const Vector& from,
                                            std::int64_t offset, const Scratch& to, int count) {
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count),
-                         [&](const int e) { to(e) = from(offset + e); });
+    constexpr int batch = 8;
+    const int threads = member.team_size();
+    for (int first = member.team_rank(); first < count; first += batch * threads) {
+      double loaded[batch];
+      for (int r = 0; r < batch; ++r) {
+        const int e = first + r * threads;
+        loaded[r] = e < count ? from(offset + e) : 0.0;
+      }
+      for (int r = 0; r < batch; ++r) {
+        const int e = first + r * threads;
+        if (e < count) to(e) = loaded[r];
+      }
+    }
   }
 
   // Team s: coefficients_s += step, the step itself, and the risk at
@@ -148,7 +162,9 @@ void gam_gram_iteration(const ExecutionSpace& space, Iteration iteration) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   const std::size_t bytes = Iteration::scratch_bytes(iteration.k);
   iteration.level = bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
-  const int team_size = gam_on_host<ExecutionSpace> ? 1 : iteration.k <= 32 ? 32 : 64;
+  // Enough threads that staging a block takes each a few loads; the sums
+  // over rows use k of them.
+  const int team_size = gam_on_host<ExecutionSpace> ? 1 : 256;
   Policy policy(space, static_cast<int>(iteration.select.learners), team_size, 1);
   policy.set_scratch_size(iteration.level, Kokkos::PerTeam(bytes));
   Kokkos::parallel_for("kpl::gam::gram_iteration", policy, iteration);

@@ -90,7 +90,10 @@ struct TransposeProductByOwners {
     const std::int64_t slice_begin = begin + slice * per_slice;
     const std::int64_t slice_end = slice_begin + per_slice < end ? slice_begin + per_slice : end;
     Scratch sums(member.team_scratch(0), std::int64_t(slices) * k);
-    sum_slice(j, lane, slice_begin, slice_end, sums.data() + std::int64_t(slice) * k);
+    // Where lanes does not divide the team (k = 80: 96 lanes, 2 slices of a
+    // 256-thread team), the threads left over sum nothing.
+    if (slice < slices)
+      sum_slice(j, lane, slice_begin, slice_end, sums.data() + std::int64_t(slice) * k);
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](int a) {
       double total = 0;
