@@ -165,8 +165,14 @@ void gam_gram_iteration(const ExecutionSpace& space, Iteration iteration) {
   // Enough threads that staging a block takes each a few loads; the sums
   // over rows use k of them.
   const int team_size = gam_on_host<ExecutionSpace> ? 1 : 256;
-  Policy policy(space, static_cast<int>(iteration.select.learners), team_size, 1);
-  policy.set_scratch_size(iteration.level, Kokkos::PerTeam(bytes));
+  // Light weight: Kokkos passes the functor (its Views come to more than
+  // 512 bytes) as a kernel argument. By default it would copy it to
+  // constant memory, which first waits for the previous such launch: the
+  // host would then wait for every iteration before launching the next.
+  const auto policy = Kokkos::Experimental::require(
+      Policy(space, static_cast<int>(iteration.select.learners), team_size, 1)
+          .set_scratch_size(iteration.level, Kokkos::PerTeam(bytes)),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for("kpl::gam::gram_iteration", policy, iteration);
 }
 
