@@ -340,7 +340,7 @@ void register_for() {
               int(state.range(3)), int(state.range(2)), int(state.range(4)));
         });
     for (std::int64_t segments : {0, 66, 132, 264, 528, 1056})
-      for (std::int64_t rows_per_team : {4, 8, 16})
+      for (std::int64_t rows_per_team : {1, 2, 4, 8, 16})
         for (std::int64_t team_size : {4, 8})
           benchmark->Args({1000000, 16, segments, rows_per_team, team_size});
     benchmark->ArgNames({"rows", "columns", "segments", "rows_per_team", "team_size"})
