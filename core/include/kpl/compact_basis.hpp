@@ -71,15 +71,25 @@ struct CompactBasis {
   }
 };
 
-// Memory the products keep between calls: each chunk's partial sums.
+// Memory the products keep between calls: each chunk's partial sums (and
+// on GPUs the cross products' chunks in fixed point).
 template <class MemorySpace>
 struct CompactProductWorkspace {
   Kokkos::View<double*, MemorySpace> partials;
+  Kokkos::View<unsigned long long*, MemorySpace> fixed_point_partials;
   Kokkos::View<double*, MemorySpace> reserve(std::int64_t count) {
     if (std::int64_t(partials.extent(0)) < count)
       partials = Kokkos::View<double*, MemorySpace>(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::compact_basis::partials"), count);
     return partials;
+  }
+  Kokkos::View<unsigned long long*, MemorySpace> reserve_fixed_point(std::int64_t count) {
+    if (std::int64_t(fixed_point_partials.extent(0)) < count)
+      fixed_point_partials = Kokkos::View<unsigned long long*, MemorySpace>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing,
+                             "kpl::compact_basis::fixed_point_partials"),
+          count);
+    return fixed_point_partials;
   }
 };
 

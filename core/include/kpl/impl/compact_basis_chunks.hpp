@@ -51,6 +51,24 @@ std::int64_t cross_rows_per_team(const ExecutionSpace& space, std::int64_t rows,
   return std::max<std::int64_t>(rows_per_team, (rows + 15) / 16);
 }
 
+// Rows a GPU team of the cross products takes, a part of a chunk of
+// cross_rows_per_team: enough teams for about four waves
+// of full occupancy, each part at least 4 k^2 rows (and 2048): each part's
+// team adds its k^2 sums to global memory, which cost more than the rows
+// gained where parts were shorter (k = 64, n = 1e5).
+template <class ExecutionSpace>
+std::int64_t cross_rows_per_part(const ExecutionSpace& space, std::int64_t rows_per_chunk,
+                                 std::int64_t blocks, std::int64_t chunks, int k,
+                                 int team_size) {
+  const std::int64_t resident_teams = std::max<std::int64_t>(1, space.concurrency() / team_size);
+  const std::int64_t items = std::max<std::int64_t>(1, blocks * chunks);
+  const std::int64_t wanted = std::max<std::int64_t>(1, (4 * resident_teams + items - 1) / items);
+  const std::int64_t shortest = std::max<std::int64_t>(2048, 4 * std::int64_t(k) * k);
+  const std::int64_t parts =
+      std::max<std::int64_t>(1, std::min(wanted, rows_per_chunk / shortest));
+  return (rows_per_chunk + parts - 1) / parts;
+}
+
 // Where a team's sums go: straight into the result when a block has one
 // chunk, else into the chunk's partials (added in order afterwards).
 template <class OutView>

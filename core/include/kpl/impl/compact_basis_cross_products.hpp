@@ -11,7 +11,7 @@
 #include <kpl/bspline.hpp>
 #include <kpl/impl/compact_basis_chunks.hpp>
 #include <kpl/impl/compact_basis_fixed_point.hpp>
-#include <kpl/impl/compact_basis_team_lanes.hpp>
+#include <kpl/impl/compact_basis_team_sums.hpp>
 #include <kpl/impl/kokkos_compat.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -81,31 +81,30 @@ struct CrossProductsInRowOrder {
   }
 };
 
-// GPU: each of a thread's vector lanes owns one (q, r) of the rows' width^2
-// terms and the team's threads share the chunk's rows
-// (impl/compact_basis_team_lanes.hpp); each term, scaled to fixed point,
-// goes to the k x k sums in scratch memory by an integer atomic. A sum
-// whose bound is not finite comes out NaN. Width: the basis' width as a
-// compile-time constant, or 0.
-template <class ExecutionSpace, class FirstView, class ValuesView, class WView, class Output,
-          int Width>
-struct CrossProductsInFixedPoint {
+// GPU, in three kernels. The rows are cut into chunks as on CPUs, and each
+// chunk's terms are scaled to fixed point by a power of two fixed by a bound
+// on its sum (ChunkSumBounds). Each team then takes one part of a chunk of
+// one block (CrossProductsByRowsInFixedPoint) and adds its integer sums to
+// the chunk's in global memory; integer addition is exact, so neither the
+// parts nor the order of their atomics change a bit. Finally each chunk's
+// sum becomes the double it stands for and the chunks are added in order
+// (FixedPointChunksInOrder). Parts exist for the launch's sake: one team a
+// chunk left the last of three or four waves of teams mostly empty.
+
+// bounds(c) >= the sum of |terms| of chunk c: rows x max|w| x bound^2 (not
+// finite where a weight is not).
+template <class ExecutionSpace, class WView>
+struct ChunkSumBounds {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
-  using Scratch = Kokkos::View<unsigned long long*, typename ExecutionSpace::scratch_memory_space,
-                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  FirstView first;
-  ValuesView values;
   WView w;
-  Output output;
-  std::int64_t rows, rows_per_team, partner;
-  int k, width, level;
+  Kokkos::View<double*, typename ExecutionSpace::memory_space> bounds;
+  std::int64_t rows, rows_per_chunk;
   double values_bound;
 
-  static std::int64_t scratch_values(int k) { return std::int64_t(k) * team_sums_stride(k); }
-
-  // |sum| <= rows x max|w| x bound^2 over the team's rows.
-  KOKKOS_INLINE_FUNCTION double sum_bound(const Member& member, std::int64_t begin,
-                                          std::int64_t end) const {
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t chunk = member.league_rank();
+    const std::int64_t begin = chunk * rows_per_chunk;
+    const std::int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
     double w_max = 1;
     if (w.extent(0) != 0)
       Kokkos::parallel_reduce(
@@ -115,76 +114,162 @@ struct CrossProductsInFixedPoint {
             if (counted > largest_so_far) largest_so_far = counted;
           },
           Kokkos::Max<double>(w_max));
-    return w_max * values_bound * values_bound * double(end - begin);
-  }
-
-  // Term (q, r) of the rows this thread takes from [begin, end), added to sums.
-  KOKKOS_INLINE_FUNCTION void add_term_of_rows(const Member& member, std::int64_t j,
-                                               std::int64_t other, std::int64_t begin,
-                                               std::int64_t end, double scale, int term,
-                                               const Scratch& sums) const {
-    int q, r;
-    term_of_lane<Width>(term, width, q, r);
-    const auto read = lane_row_reader(first, values, w, j, other, q, r, k);
-    for_each_lane_row(read, begin + member.team_rank(), end, member.team_size(),
-                      [&](const LaneRow& row) {
-                        const double left = row.weight * row.left * scale;
-                        atomic_add_to_scratch(sums.data() + row.target,
-                                              to_fixed_point(row.right, left), level);
-                      });
-  }
-
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    const std::int64_t chunks = output.chunks, entries = std::int64_t(k) * k;
-    const std::int64_t j = member.league_rank() / chunks;
-    const std::int64_t chunk = member.league_rank() % chunks;
-    const std::int64_t other = partner < 0 ? j : partner;
-    const std::int64_t begin = chunk * rows_per_team;
-    const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    const int stride = team_sums_stride(k);
-    Scratch sums(member.team_scratch(level), k * stride);
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k * stride),
-                         [&](int a) { sums(a) = 0ull; });
-    member.team_barrier();
-    const double bound = sum_bound(member, begin, end);
-    const bool finite = compat::math::isfinite(bound);
-    const double scale = fixed_point_scale(bound);
-    if (finite)
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, terms_of_width<Width>(width)),
-                           [&](int term) {
-                             add_term_of_rows(member, j, other, begin, end, scale, term, sums);
-                           });
-    member.team_barrier();
-    const double inverse_scale = 1 / scale;
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, entries), [&](std::int64_t a) {
-      const std::int64_t row = a / k, column = a - row * k;
-      output.store(j, chunk, a,
-                   finite ? team_sum_value(sums(row * stride + column), inverse_scale)
-                          : compat::math::sqrt(-1.0));  // NaN
+    Kokkos::single(Kokkos::PerTeam(member), [&] {
+      bounds(chunk) = w_max * values_bound * values_bound * double(end - begin);
     });
   }
 };
 
-// The GPU strategy with `team_size` threads per team, each on up to
-// `vector_length` lanes (public so that a test can run it on CPU threads too).
-template <class ExecutionSpace, class Basis, class WView, class Output>
+// Each thread takes whole rows of the team's part (rows begin + t,
+// begin + t + T, ...), forms a row's width x width terms in registers and
+// adds each, scaled to fixed point, to the team's sums by an integer atomic;
+// the team then adds its sums to its chunk's. Width: the basis' width as a
+// compile-time constant, or 0.
+//
+// Why whole rows: a warp's 32 rows load their indices and values in a few
+// coalesced loads and spend the rest on the atomics; with a lane per term
+// (16 lanes a row, two rows a warp) every lane repeated the row's loads
+// and index arithmetic, and issuing them bound the kernel. Rows of one warp
+// hit the same entry only where they share both knot intervals, and the
+// integer atomics are native: a collision costs a replay, not a retry.
+template <class ExecutionSpace, class FirstView, class ValuesView, class WView, int Width>
+struct CrossProductsByRowsInFixedPoint {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  using Memory = typename ExecutionSpace::memory_space;
+  using Scratch = Kokkos::View<unsigned*, typename ExecutionSpace::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  static constexpr int max_width = Width > 0 ? Width : bspline_max_degree + 1;
+  FirstView first;
+  ValuesView values;
+  WView w;
+  Kokkos::View<const double*, Memory> bounds;            // [chunks]
+  Kokkos::View<unsigned long long*, Memory> chunk_sums;  // [blocks][chunks][k k]
+  std::int64_t rows, rows_per_chunk, rows_per_part, parts_per_chunk, chunks, partner;
+  int k, width, level;
+
+  KOKKOS_INLINE_FUNCTION static std::int64_t scratch_words(int k) {
+    return 2 * std::int64_t(k) * k;
+  }
+
+  KOKKOS_INLINE_FUNCTION int row_width() const {
+    if constexpr (Width > 0)
+      return Width;
+    else
+      return width;
+  }
+
+  // Row i's terms w(i) B_j(i, first_j + q) B_other(i, first_other + r),
+  // scaled, added at (first_j + q, first_other + r).
+  KOKKOS_INLINE_FUNCTION void add_row(std::int64_t j, std::int64_t other, std::int64_t i,
+                                      double scale, const SplitScratchSums& sums) const {
+    const double weight = w.extent(0) != 0 ? double(w(i)) : 1.0;
+    if (weight == 0) return;
+    const int n = row_width();
+    double left[max_width], right[max_width];
+    for (int q = 0; q < n; ++q) {
+      left[q] = weight * double(values(j, q, i)) * scale;
+      right[q] = double(values(other, q, i));
+    }
+    const int corner = first(j, i) * k + first(other, i);
+    for (int q = 0; q < n; ++q)
+      for (int r = 0; r < n; ++r) sums.add(corner + q * k + r, to_fixed_point(right[r], left[q]));
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t entries = std::int64_t(k) * k;
+    const std::int64_t parts = chunks * parts_per_chunk;
+    const std::int64_t j = member.league_rank() / parts;
+    const std::int64_t part = member.league_rank() % parts;
+    const std::int64_t chunk = part / parts_per_chunk;
+    const std::int64_t other = partner < 0 ? j : partner;
+    const std::int64_t chunk_end =
+        (chunk + 1) * rows_per_chunk < rows ? (chunk + 1) * rows_per_chunk : rows;
+    const std::int64_t begin = chunk * rows_per_chunk + (part % parts_per_chunk) * rows_per_part;
+    const std::int64_t end = begin + rows_per_part < chunk_end ? begin + rows_per_part : chunk_end;
+    const double bound = bounds(chunk);
+    if (begin >= end || !compat::math::isfinite(bound)) return;  // NaN: FixedPointChunksInOrder
+    Scratch words(member.team_scratch(level), scratch_words(k));
+    const SplitScratchSums sums(words.data(), words.data() + entries, level);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 2 * entries),
+                         [&](std::int64_t a) { words(a) = 0u; });
+    member.team_barrier();
+    const double scale = fixed_point_scale(bound);
+    for (std::int64_t i = begin + member.team_rank(); i < end; i += member.team_size())
+      add_row(j, other, i, scale, sums);
+    member.team_barrier();
+    unsigned long long* const target = &chunk_sums((j * chunks + chunk) * entries);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](std::int64_t a) {
+      const unsigned long long sum = sums[int(a)];
+      if (sum != 0) Kokkos::atomic_add(target + a, sum);
+    });
+  }
+};
+
+// out[j k k + a] = the chunks' sums of entry a of block j, each the double
+// its integer stands for (NaN where its bound is not finite), added in
+// chunk order.
+template <class ExecutionSpace, class OutView>
+struct FixedPointChunksInOrder {
+  using Memory = typename ExecutionSpace::memory_space;
+  Kokkos::View<const double*, Memory> bounds;
+  Kokkos::View<const unsigned long long*, Memory> chunk_sums;
+  OutView out;
+  std::int64_t chunks, entries;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index) const {
+    const std::int64_t j = index / entries, a = index - j * entries;
+    double total = 0;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const double bound = bounds(c);
+      total += compat::math::isfinite(bound)
+                   ? team_sum_value(chunk_sums((j * chunks + c) * entries + a),
+                                    1 / fixed_point_scale(bound))
+                   : compat::math::sqrt(-1.0);  // NaN
+    }
+    out(index) = typename OutView::non_const_value_type(total);
+  }
+};
+
+// The GPU strategy (public so that a test can run it on CPU threads too):
+// out = B^T W B_partner with chunks of rows_per_chunk rows cut into parts of
+// rows_per_part, teams of team_size threads.
+template <class ExecutionSpace, class Basis, class WView, class OutView, class Workspace>
 void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& basis, const WView& w,
-                                   std::int64_t partner, std::int64_t rows_per_team,
-                                   const Output& output, int team_size, int vector_length = 1) {
+                                   std::int64_t partner, std::int64_t rows_per_chunk,
+                                   std::int64_t rows_per_part, const OutView& out,
+                                   Workspace& workspace, int team_size) {
   const int k = basis.basis_size;
-  const double values_bound = value_bound(space, basis);
+  const std::int64_t rows = basis.rows(), blocks = basis.blocks();
+  const std::int64_t entries = std::int64_t(k) * k;
+  const std::int64_t chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+  const std::int64_t parts_per_chunk = (rows_per_chunk + rows_per_part - 1) / rows_per_part;
+  const auto bounds = workspace.reserve(chunks);
+  const std::int64_t sums_size = blocks * chunks * entries;
+  const auto chunk_sums = workspace.reserve_fixed_point(sums_size);
+  Kokkos::deep_copy(
+      space, Kokkos::subview(chunk_sums, Kokkos::pair<std::int64_t, std::int64_t>(0, sums_size)),
+      0ull);
+  Kokkos::parallel_for("kpl::compact_basis::cross_products_bounds",
+                       Kokkos::TeamPolicy<ExecutionSpace>(space, int(chunks), Kokkos::AUTO),
+                       ChunkSumBounds<ExecutionSpace, WView>{w, bounds, rows, rows_per_chunk,
+                                                             value_bound(space, basis)});
   const auto launch = [&](auto width_constant) {
-    using Functor = CrossProductsInFixedPoint<ExecutionSpace, decltype(basis.first),
-                                              decltype(basis.values), WView, Output,
-                                              decltype(width_constant)::value>;
+    using Functor = CrossProductsByRowsInFixedPoint<ExecutionSpace, decltype(basis.first),
+                                                    decltype(basis.values), WView,
+                                                    decltype(width_constant)::value>;
     const auto shape =
-        lane_launch(space, basis.blocks() * output.chunks, team_size, vector_length,
-                    Functor::Scratch::shmem_size(Functor::scratch_values(k)));
+        scratch_team_launch(space, blocks * chunks * parts_per_chunk, team_size,
+                            Functor::Scratch::shmem_size(Functor::scratch_words(k)));
     Kokkos::parallel_for("kpl::compact_basis::cross_products", shape.policy,
-                         Functor{basis.first, basis.values, w, output, basis.rows(), rows_per_team,
-                                 partner, k, basis.width(), shape.level, values_bound});
+                         Functor{basis.first, basis.values, w, bounds, chunk_sums, rows,
+                                 rows_per_chunk, rows_per_part, parts_per_chunk, chunks, partner,
+                                 k, basis.width(), shape.level});
   };
-  with_lane_width(basis.width(), launch);
+  with_compile_time_width(basis.width(), launch);
+  Kokkos::parallel_for("kpl::compact_basis::cross_products_chunks",
+                       Kokkos::RangePolicy<ExecutionSpace>(space, 0, blocks * entries),
+                       FixedPointChunksInOrder<ExecutionSpace, OutView>{bounds, chunk_sums, out,
+                                                                        chunks, entries});
 }
 
 template <class ExecutionSpace, class Basis, class WView, class Output>
@@ -215,16 +300,18 @@ void compact_cross_products(const ExecutionSpace& space, const Basis& basis, con
   const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
   const std::int64_t rows_per_team = cross_rows_per_team(space, rows, blocks);
   const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
-  const ChunkSums<OutView> output{
-      out, workspace.reserve(chunks > 1 ? blocks * chunks * entries : 0), chunks, entries};
-  if constexpr (compact_basis_on_host<ExecutionSpace>)
+  if constexpr (compact_basis_on_host<ExecutionSpace>) {
+    const ChunkSums<OutView> output{
+        out, workspace.reserve(chunks > 1 ? blocks * chunks * entries : 0), chunks, entries};
     cross_products_in_row_order(space, basis, w, partner, rows_per_team, output, skipped);
-  else {
-    const int lanes = lanes_for_width(basis.width());
-    cross_products_in_fixed_point(space, basis, w, partner, rows_per_team, output,
-                                  std::max(1, compact_team_size<ExecutionSpace>() / lanes), lanes);
+    if (chunks > 1) add_chunks_in_order(space, output.partials, blocks, chunks, entries, out);
+  } else {
+    constexpr int team_size = compact_team_size<ExecutionSpace>();
+    cross_products_in_fixed_point(
+        space, basis, w, partner, rows_per_team,
+        cross_rows_per_part(space, rows_per_team, blocks, chunks, basis.basis_size, team_size),
+        out, workspace, team_size);
   }
-  if (chunks > 1) add_chunks_in_order(space, output.partials, blocks, chunks, entries, out);
 }
 
 }  // namespace impl

@@ -18,7 +18,7 @@
 #include <kpl/bspline.hpp>
 #include <kpl/impl/compact_basis_chunks.hpp>
 #include <kpl/impl/compact_basis_fixed_point.hpp>
-#include <kpl/impl/compact_basis_team_lanes.hpp>
+#include <kpl/impl/compact_basis_team_sums.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -84,27 +84,106 @@ struct CrossProductPartsInRowOrder {
   }
 };
 
-// GPU: each of a thread's vector lanes owns one (q, r) of the rows' width^2
-// terms and the team's threads share the chunk's rows
-// (impl/compact_basis_team_lanes.hpp); every slice goes to the
-// parts x k x k sums in scratch memory by a double atomic, exact in any
-// order. Width: the basis' width as a compile-time constant, or 0.
+// GPU: each thread takes whole rows of the team's chunk, cuts each of a
+// row's width^2 terms into its slices and adds slice l, as the integer
+// multiple of grid l's spacing it is, to the team's parts x k x k integer
+// sums by native 32-bit atomics (SplitScratchSums); the team then adds each
+// sum, times its spacing, to the parts. Integers add exactly in any order,
+// and so do the doubles they stand for (multiples of the spacing below 2^53
+// of them), so the bits are those of double sums. A slice beyond 2^52
+// spacings (a term above the grid's bound: the caller's mistake, or a
+// weight that is not finite) goes to the parts directly as a double: the
+// value stays the product's, not exact. Where the sums of all parts would
+// not fit in 48 KB of scratch (k > 45), the team passes over its rows once
+// for each group of parts that does. Width: the basis' width as a
+// compile-time constant, or 0.
+//
+// Why whole rows and integers: the double atomics of shared memory are
+// compare-and-swap loops, and a lane per term kept a warp's loops from
+// colliding but repeated each row's loads in every lane; the integer
+// atomics are native, and a collision costs a replay, not a retry
+// (impl/compact_basis_cross_products.hpp, where the same change came first).
 template <class ExecutionSpace, class Grid, class FirstView, class ValuesView, class WView,
           class Output, int Width>
 struct CrossProductPartsByAtomics {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
-  using Scratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
+  using Scratch = Kokkos::View<unsigned*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  static constexpr int max_width = Width > 0 ? Width : bspline_max_degree + 1;
   FirstView first;
   ValuesView values;
   WView w;
   Output output;
   Grid grid;
   std::int64_t rows, rows_per_team, partner, blocks;
-  int k, width, level;
+  int k, width, level, parts_per_pass;
 
-  static std::int64_t scratch_values(int k) {
-    return std::int64_t(Grid::parts) * k * team_sums_stride(k);
+  // Words of the sums of `parts` parts.
+  KOKKOS_INLINE_FUNCTION static std::int64_t scratch_words(int k, int parts) {
+    return 2 * std::int64_t(parts) * k * k;
+  }
+
+  // Parts a pass adds: all of them where their sums fit in 48 KB.
+  static int parts_in_a_pass(int k) {
+    constexpr std::int64_t budget = 48 * 1024 / sizeof(unsigned);
+    int parts = Grid::parts;
+    while (parts > 1 && scratch_words(k, parts) > budget) --parts;
+    return parts;
+  }
+
+  KOKKOS_INLINE_FUNCTION int row_width() const {
+    if constexpr (Width > 0)
+      return Width;
+    else
+      return width;
+  }
+
+  // Grid l's spacing: extractor l / (1.5 x 2^52), exact (powers of two).
+  KOKKOS_INLINE_FUNCTION double spacing(int l) const {
+    return grid.extractor[l] * (1.0 / 6755399441055744.0);
+  }
+
+  // Slice l of a term of entry a: to the pass' integer sums (the pass'
+  // first part is `first_part`), or beyond 2^52 spacings to the parts as a
+  // double.
+  KOKKOS_INLINE_FUNCTION void add_slice(const SplitScratchSums& sums, std::int64_t j, int l,
+                                        int first_part, int a, double slice,
+                                        double inverse_spacing) const {
+    const double multiple = slice * inverse_spacing;
+    if (compat::math::fabs(multiple) < 4503599627370496.0)  // 2^52
+      sums.add((l - first_part) * k * k + a,
+               static_cast<unsigned long long>(static_cast<long long>(multiple)));
+    else
+      output.store(l * blocks + j, 0, a, slice);
+  }
+
+  // Row i's terms, sliced, their slices of parts [first_part, end_part)
+  // added at (first_j + q, first_other + r).
+  KOKKOS_INLINE_FUNCTION void add_row(std::int64_t j, std::int64_t other, std::int64_t i,
+                                      int first_part, int end_part,
+                                      const double (&inverse_spacing)[Grid::parts],
+                                      const SplitScratchSums& sums) const {
+    constexpr int parts = Grid::parts;
+    const double weight = w.extent(0) != 0 ? double(w(i)) : 1.0;
+    if (weight == 0) return;
+    const int n = row_width();
+    double left[max_width], right[max_width];
+    for (int q = 0; q < n; ++q) {
+      left[q] = weight * grid.scale * double(values(j, q, i));
+      right[q] = double(values(other, q, i));
+    }
+    const int corner = first(j, i) * k + first(other, i);
+    for (int q = 0; q < n; ++q)
+      for (int r = 0; r < n; ++r) {
+        double slices[parts];
+        slice_term(left[q] * right[r], grid.extractor, slices);
+        // All parts' loop, unrolled, so that slices stays in registers; a
+        // loop over the pass' parts alone (bounds known at run time) put it
+        // in local memory and took twice as long.
+        for (int l = 0; l < parts; ++l)
+          if (l >= first_part && l < end_part)
+            add_slice(sums, j, l, first_part, corner + q * k + r, slices[l], inverse_spacing[l]);
+      }
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -113,74 +192,55 @@ struct CrossProductPartsByAtomics {
     const std::int64_t j = member.league_rank() / chunks;
     const std::int64_t chunk = member.league_rank() % chunks;
     const std::int64_t other = partner < 0 ? j : partner;
-    const int stride = team_sums_stride(k), part_size = k * stride;
-    Scratch sums(member.team_scratch(level), parts * part_size);
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parts * part_size),
-                         [&](int a) { sums(a) = 0; });
-    member.team_barrier();
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, terms_of_width<Width>(width)),
-                         [&](int term) { add_term_of_rows(member, j, other, chunk, term, sums); });
-    member.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, parts * entries), [&](std::int64_t a) {
-      const std::int64_t l = a / entries, entry = a - l * entries;
-      const std::int64_t row = entry / k, column = entry - row * k;
-      output.store(l * blocks + j, chunk, entry, sums(l * part_size + row * stride + column));
-    });
-  }
-
-  // Term (q, r) of the rows this thread takes from the chunk, added to sums.
-  KOKKOS_INLINE_FUNCTION void add_term_of_rows(const Member& member, std::int64_t j,
-                                               std::int64_t other, std::int64_t chunk, int term,
-                                               const Scratch& sums) const {
-    constexpr int parts = Grid::parts;
-    int q, r;
-    term_of_lane<Width>(term, width, q, r);
-    // Rows one at a time, in this loop: loading them ahead
-    // (for_each_lane_row), or through its reader, measured slower here on
-    // the H100 (perf/RESULTS.md, issue 26, stop 39).
-    using T = typename ValuesView::non_const_value_type;
-    const int stride = team_sums_stride(k), part_size = k * stride, offset = q * stride + r;
-    const int* first_j = &first(j, 0);
-    const int* first_other = &first(other, 0);
-    const T* left_values = &values(j, q, 0);
-    const T* right_values = &values(other, r, 0);
-    const bool weighted = w.extent(0) != 0;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    for (std::int64_t i = begin + member.team_rank(); i < end; i += member.team_size()) {
-      const double weight = weighted ? double(w(i)) : 1.0;
-      if (weight == 0) continue;
-      const double left = weight * grid.scale * double(left_values[i]);
-      double slices[parts];
-      slice_term(left * double(right_values[i]), grid.extractor, slices);
-      double* target = sums.data() + first_j[i] * stride + first_other[i] + offset;
-      for (int l = 0; l < parts; ++l)
-        atomic_add_to_scratch(target + l * part_size, slices[l], level);
+    Scratch words(member.team_scratch(level), scratch_words(k, parts_per_pass));
+    const SplitScratchSums sums(words.data(), words.data() + parts_per_pass * entries, level);
+    double inverse_spacing[parts];
+    for (int l = 0; l < parts; ++l) inverse_spacing[l] = 1 / spacing(l);
+    for (int first_part = 0; first_part < parts; first_part += parts_per_pass) {
+      const int end_part =
+          first_part + parts_per_pass < parts ? first_part + parts_per_pass : parts;
+      const std::int64_t pass_entries = (end_part - first_part) * entries;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 2 * parts_per_pass * entries),
+                           [&](std::int64_t a) { words(a) = 0u; });
+      member.team_barrier();
+      for (std::int64_t i = begin + member.team_rank(); i < end; i += member.team_size())
+        add_row(j, other, i, first_part, end_part, inverse_spacing, sums);
+      member.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, pass_entries), [&](std::int64_t a) {
+        const int l = first_part + int(a / entries);
+        const std::int64_t entry = a % entries;
+        const double total = double(static_cast<long long>(sums[int(a)])) * spacing(l);
+        output.store(l * blocks + j, chunk, entry, total);
+      });
+      member.team_barrier();
     }
   }
 };
 
-// The GPU strategy with `team_size` threads per team, each on up to
-// `vector_length` lanes (public so that a test can run it on CPU threads too).
+// The GPU strategy with `team_size` threads per team (public so that a test
+// can run it on CPU threads too).
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
 void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                     std::int64_t partner, const Grid& grid,
                                     std::int64_t rows_per_team, const Output& output,
-                                    int team_size, int vector_length = 1) {
+                                    int team_size) {
   const int k = basis.basis_size;
   const auto launch = [&](auto width_constant) {
     using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
                                                decltype(basis.values), WView, Output,
                                                decltype(width_constant)::value>;
-    const auto shape =
-        lane_launch(space, basis.blocks() * output.chunks, team_size, vector_length,
-                    Functor::Scratch::shmem_size(Functor::scratch_values(k)));
+    const int parts_per_pass = Functor::parts_in_a_pass(k);
+    const auto shape = scratch_team_launch(
+        space, basis.blocks() * output.chunks, team_size,
+        Functor::Scratch::shmem_size(Functor::scratch_words(k, parts_per_pass)));
     Kokkos::parallel_for("kpl::compact_basis::cross_product_parts", shape.policy,
                          Functor{basis.first, basis.values, w, output, grid, basis.rows(),
                                  rows_per_team, partner, basis.blocks(), k, basis.width(),
-                                 shape.level});
+                                 shape.level, parts_per_pass});
   };
-  with_lane_width(basis.width(), launch);
+  with_compile_time_width(basis.width(), launch);
 }
 
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
@@ -215,15 +275,22 @@ void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis
                                  std::int64_t partner, const Grid& grid, const PartsView& parts) {
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
-  const std::int64_t rows_per_team = cross_rows_per_team(space, rows, blocks);
-  const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
-  const ExactPartSums<PartsView> output{parts, chunks, entries};
-  if constexpr (compact_basis_on_host<ExecutionSpace>)
-    cross_product_parts_in_row_order(space, basis, w, partner, grid, rows_per_team, output);
-  else {
-    const int lanes = lanes_for_width(basis.width());
+  const std::int64_t cpu_rows_per_team = cross_rows_per_team(space, rows, blocks);
+  if constexpr (compact_basis_on_host<ExecutionSpace>) {
+    const std::int64_t chunks = (rows + cpu_rows_per_team - 1) / cpu_rows_per_team;
+    const ExactPartSums<PartsView> output{parts, chunks, entries};
+    cross_product_parts_in_row_order(space, basis, w, partner, grid, cpu_rows_per_team, output);
+  } else {
+    // Teams add to the parts directly, so their rows need not be the
+    // chunks': parts of them, as the cross products' (more waves of teams).
+    constexpr int team_size = compact_team_size<ExecutionSpace>();
+    const std::int64_t rows_per_team = cross_rows_per_part(
+        space, cpu_rows_per_team, blocks, (rows + cpu_rows_per_team - 1) / cpu_rows_per_team,
+        basis.basis_size, team_size);
+    const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
+    const ExactPartSums<PartsView> output{parts, chunks, entries};
     cross_product_parts_by_atomics(space, basis, w, partner, grid, rows_per_team, output,
-                                   std::max(1, compact_team_size<ExecutionSpace>() / lanes), lanes);
+                                   team_size);
   }
 }
 

@@ -1,8 +1,9 @@
-// Exact team sums for the compact-basis products on GPUs: a team's threads
-// add int64 fixed-point terms, scaled per team by a power of two that keeps
-// the largest sum below 2^62, so the order of their atomics cannot change
-// the sum (integer addition is associative): each term is rounded once, to
-// 2^-50 of the chunk's largest.
+// Exact sums for the compact-basis cross products on GPUs: the teams of a
+// chunk of rows add int64 fixed-point terms, scaled per chunk by a power of
+// two that keeps the largest sum below 2^62, so neither the order of their
+// atomics nor the teams that share the chunk can change the sum (integer
+// addition is associative): each term is rounded once, to 2^-50 of the
+// chunk's largest.
 #pragma once
 
 #include <kpl/impl/kokkos_compat.hpp>
@@ -17,7 +18,7 @@
 namespace kpl {
 namespace impl {
 
-// The power of two S a GPU team multiplies its terms by: any sum of them
+// The power of two S a chunk's terms are multiplied by: any sum of them
 // stays below 2^62 in magnitude when bound bounds the sum of their
 // magnitudes. (Clamped to the normal range: bounds below 2^-960 lose
 // precision, not correctness.)

@@ -1,0 +1,101 @@
+// What the GPU strategies of the compact-basis cross products share
+// (impl/compact_basis_cross_products.hpp, impl/compact_basis_exact_parts.hpp):
+// the width as a compile-time constant, the launch shape, and a team's
+// integer sums in scratch, added by native 32-bit atomics.
+//
+// Why integers: shared memory adds doubles, and 64-bit integers, only by
+// compare-and-swap loops, which retry wherever a warp's rows collide; it
+// adds 32-bit integers natively, so a 64-bit sum taken as two words costs
+// two atomics, and a collision a replay, not a retry.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace kpl {
+namespace impl {
+
+// launch(Width) with Width = 4 (cubic splines, the common case: the row's
+// loops unroll) as a compile-time constant, else 0 (read at run time).
+template <class Launch>
+void with_compile_time_width(int width, const Launch& launch) {
+  if (width == 4)
+    launch(std::integral_constant<int, 4>());
+  else
+    launch(std::integral_constant<int, 0>());
+}
+
+// The launch shape of the kernels: `teams` teams of team_size threads,
+// with scratch_bytes of team scratch in shared memory (level 0) while they
+// fit, else in the slower level-1 scratch; the level goes to the kernel,
+// which asks for its scratch there.
+template <class ExecutionSpace>
+struct ScratchTeamLaunch {
+  Kokkos::TeamPolicy<ExecutionSpace> policy;
+  int level;
+};
+
+template <class ExecutionSpace>
+ScratchTeamLaunch<ExecutionSpace> scratch_team_launch(const ExecutionSpace& space,
+                                                      std::int64_t teams, int team_size,
+                                                      std::size_t scratch_bytes) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+  return {Policy(space, static_cast<int>(teams), team_size)
+              .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+          level};
+}
+
+// A team's integer sums in scratch, their low and high 32-bit words in
+// separate arrays (so that the low words' atomics spread over all
+// banks), with the words' shared-memory addresses where they are there.
+struct SplitScratchSums {
+  unsigned* low;
+  unsigned* high;
+  int level;
+  unsigned low_address = 0, high_address = 0;
+
+  KOKKOS_INLINE_FUNCTION SplitScratchSums(unsigned* low_, unsigned* high_, int level_)
+      : low(low_), high(high_), level(level_) {
+#if defined(__CUDA_ARCH__)
+    low_address = static_cast<unsigned>(__cvta_generic_to_shared(low));
+    high_address = static_cast<unsigned>(__cvta_generic_to_shared(high));
+#endif
+  }
+
+  // Entry a += value, mod 2^64: the low word by a native 32-bit atomic that
+  // returns what it held, its carry added with the high word. Any
+  // interleaving of such adds leaves the same sum mod 2^64.
+  KOKKOS_INLINE_FUNCTION void add(int a, unsigned long long value) const {
+    const unsigned low_part = static_cast<unsigned>(value);
+    unsigned high_part = static_cast<unsigned>(value >> 32);
+#if defined(__CUDA_ARCH__)
+    if (level == 0) {
+      unsigned before;
+      asm volatile("atom.shared.add.u32 %0, [%1], %2;"
+                   : "=r"(before)
+                   : "r"(low_address + 4u * unsigned(a)), "r"(low_part)
+                   : "memory");
+      high_part += static_cast<unsigned>(before + low_part < before);  // the carry
+      asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(high_address + 4u * unsigned(a)),
+                   "r"(high_part)
+                   : "memory");
+      return;
+    }
+#endif
+    const unsigned before = Kokkos::atomic_fetch_add(low + a, low_part);
+    high_part += static_cast<unsigned>(before + low_part < before);
+    if (high_part != 0) Kokkos::atomic_add(high + a, high_part);
+  }
+
+  KOKKOS_INLINE_FUNCTION unsigned long long operator[](int a) const {
+    return (static_cast<unsigned long long>(high[a]) << 32) |
+           static_cast<unsigned long long>(low[a]);
+  }
+};
+
+}  // namespace impl
+}  // namespace kpl
