@@ -354,6 +354,13 @@ void check_team_strategies(std::int64_t n, std::int64_t p, int k, int degree) {
   const auto host_one = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cross_one);
   for (std::int64_t e = 0; e < p * k * k; ++e)
     ASSERT_EQ(host_one(e), host_cross(e)) << "entry " << e << " with one thread a team";
+  // The workspace now holds one-part chunks' sums, stored without zeroing:
+  // parts of 300 again (added to zeroed sums) must give the first bits.
+  kpl::impl::cross_products_in_fixed_point(space, basis, on_device<Space>(host_w), p - 1,
+                                           rows_per_team, 300, cross_one, workspace, team_size);
+  Kokkos::deep_copy(host_one, cross_one);
+  for (std::int64_t e = 0; e < p * k * k; ++e)
+    ASSERT_EQ(host_one(e), host_cross(e)) << "entry " << e << " in parts after one part a chunk";
   // A NaN weight leaves its chunk without a finite bound: every sum is NaN.
   host_w(n / 2) = std::nan("");
   kpl::impl::cross_products_in_fixed_point(space, basis, on_device<Space>(host_w), p - 1,

@@ -151,28 +151,18 @@ struct CrossProductsByRowsInFixedPoint {
     return 2 * std::int64_t(k) * k;
   }
 
-  KOKKOS_INLINE_FUNCTION int row_width() const {
-    if constexpr (Width > 0)
-      return Width;
-    else
-      return width;
-  }
-
   // Row i's terms w(i) B_j(i, first_j + q) B_other(i, first_other + r),
   // scaled, added at (first_j + q, first_other + r).
   KOKKOS_INLINE_FUNCTION void add_row(std::int64_t j, std::int64_t other, std::int64_t i,
                                       double scale, const SplitScratchSums& sums) const {
-    const double weight = w.extent(0) != 0 ? double(w(i)) : 1.0;
-    if (weight == 0) return;
-    const int n = row_width();
-    double left[max_width], right[max_width];
-    for (int q = 0; q < n; ++q) {
-      left[q] = weight * double(values(j, q, i)) * scale;
-      right[q] = double(values(other, q, i));
-    }
-    const int corner = first(j, i) * k + first(other, i);
+    const int n = width_or<Width>(width);
+    RowOfTwoBlocks<max_width> row;
+    if (!row.read(first, values, w, j, other, i, k, n,
+                  [&](double weight, double value) { return weight * value * scale; }))
+      return;
     for (int q = 0; q < n; ++q)
-      for (int r = 0; r < n; ++r) sums.add(corner + q * k + r, to_fixed_point(right[r], left[q]));
+      for (int r = 0; r < n; ++r)
+        sums.add(row.corner + q * k + r, to_fixed_point(row.right[r], row.left[q]));
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -200,7 +190,10 @@ struct CrossProductsByRowsInFixedPoint {
     unsigned long long* const target = &chunk_sums((j * chunks + chunk) * entries);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, entries), [&](std::int64_t a) {
       const unsigned long long sum = sums[int(a)];
-      if (sum != 0) Kokkos::atomic_add(target + a, sum);
+      if (parts_per_chunk == 1)
+        target[a] = sum;  // the chunk's only team: no zeroing, no atomics
+      else if (sum != 0)
+        Kokkos::atomic_add(target + a, sum);
     });
   }
 };
@@ -246,9 +239,10 @@ void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& bas
   const auto bounds = workspace.reserve(chunks);
   const std::int64_t sums_size = blocks * chunks * entries;
   const auto chunk_sums = workspace.reserve_fixed_point(sums_size);
-  Kokkos::deep_copy(
-      space, Kokkos::subview(chunk_sums, Kokkos::pair<std::int64_t, std::int64_t>(0, sums_size)),
-      0ull);
+  if (parts_per_chunk > 1)  // teams add to their chunk's sums; a chunk's only team stores them
+    Kokkos::deep_copy(
+        space, Kokkos::subview(chunk_sums, Kokkos::pair<std::int64_t, std::int64_t>(0, sums_size)),
+        0ull);
   Kokkos::parallel_for("kpl::compact_basis::cross_products_bounds",
                        Kokkos::TeamPolicy<ExecutionSpace>(space, int(chunks), Kokkos::AUTO),
                        ChunkSumBounds<ExecutionSpace, WView>{w, bounds, rows, rows_per_chunk,

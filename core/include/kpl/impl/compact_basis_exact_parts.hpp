@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace kpl {
@@ -84,6 +85,21 @@ struct CrossProductPartsInRowOrder {
   }
 };
 
+// Scratch words of a GPU team's sums of `parts` parts (CrossProductPartsByAtomics).
+KOKKOS_INLINE_FUNCTION std::int64_t exact_parts_scratch_words(int k, int parts) {
+  return 2 * std::int64_t(parts) * k * k;
+}
+
+// Parts a GPU team adds in one pass over its rows: all of them where their
+// sums fit in 48 KB.
+template <class Grid>
+int exact_parts_in_a_pass(int k) {
+  constexpr std::int64_t budget = 48 * 1024 / sizeof(unsigned);
+  int parts = Grid::parts;
+  while (parts > 1 && exact_parts_scratch_words(k, parts) > budget) --parts;
+  return parts;
+}
+
 // GPU: each thread takes whole rows of the team's chunk, cuts each of a
 // row's width^2 terms into its slices and adds slice l, as the integer
 // multiple of grid l's spacing it is, to the team's parts x k x k integer
@@ -96,7 +112,9 @@ struct CrossProductPartsInRowOrder {
 // value stays the product's, not exact. Where the sums of all parts would
 // not fit in 48 KB of scratch (k > 45), the team passes over its rows once
 // for each group of parts that does. Width: the basis' width as a
-// compile-time constant, or 0.
+// compile-time constant, or 0. AllPartsInOnePass: known at compile time
+// so that the common case (k <= 45) tests no part against its pass (those
+// tests took a third of its time).
 //
 // Why whole rows and integers: the double atomics of shared memory are
 // compare-and-swap loops, and a lane per term kept a warp's loops from
@@ -104,7 +122,7 @@ struct CrossProductPartsInRowOrder {
 // atomics are native, and a collision costs a replay, not a retry
 // (impl/compact_basis_cross_products.hpp, where the same change came first).
 template <class ExecutionSpace, class Grid, class FirstView, class ValuesView, class WView,
-          class Output, int Width>
+          class Output, int Width, bool AllPartsInOnePass>
 struct CrossProductPartsByAtomics {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   using Scratch = Kokkos::View<unsigned*, typename ExecutionSpace::scratch_memory_space,
@@ -118,24 +136,11 @@ struct CrossProductPartsByAtomics {
   std::int64_t rows, rows_per_team, partner, blocks;
   int k, width, level, parts_per_pass;
 
-  // Words of the sums of `parts` parts.
-  KOKKOS_INLINE_FUNCTION static std::int64_t scratch_words(int k, int parts) {
-    return 2 * std::int64_t(parts) * k * k;
-  }
-
-  // Parts a pass adds: all of them where their sums fit in 48 KB.
-  static int parts_in_a_pass(int k) {
-    constexpr std::int64_t budget = 48 * 1024 / sizeof(unsigned);
-    int parts = Grid::parts;
-    while (parts > 1 && scratch_words(k, parts) > budget) --parts;
-    return parts;
-  }
-
-  KOKKOS_INLINE_FUNCTION int row_width() const {
-    if constexpr (Width > 0)
-      return Width;
+  KOKKOS_INLINE_FUNCTION int parts_a_pass() const {
+    if constexpr (AllPartsInOnePass)
+      return Grid::parts;
     else
-      return width;
+      return parts_per_pass;
   }
 
   // Grid l's spacing: extractor l / (1.5 x 2^52), exact (powers of two).
@@ -144,46 +149,66 @@ struct CrossProductPartsByAtomics {
   }
 
   // Slice l of a term of entry a: to the pass' integer sums (the pass'
-  // first part is `first_part`), or beyond 2^52 spacings to the parts as a
-  // double.
+  // first part is `first_part`), or, Checked, beyond 2^52 spacings to the
+  // parts as a double.
+  template <bool Checked>
   KOKKOS_INLINE_FUNCTION void add_slice(const SplitScratchSums& sums, std::int64_t j, int l,
                                         int first_part, int a, double slice,
                                         double inverse_spacing) const {
     const double multiple = slice * inverse_spacing;
-    if (compat::math::fabs(multiple) < 4503599627370496.0)  // 2^52
+    if (!Checked || compat::math::fabs(multiple) < 4503599627370496.0)  // 2^52
       sums.add((l - first_part) * k * k + a,
                static_cast<unsigned long long>(static_cast<long long>(multiple)));
     else
       output.store(l * blocks + j, 0, a, slice);
   }
 
-  // Row i's terms, sliced, their slices of parts [first_part, end_part)
+  // The row's terms, sliced, their slices of parts [first_part, end_part)
   // added at (first_j + q, first_other + r).
-  KOKKOS_INLINE_FUNCTION void add_row(std::int64_t j, std::int64_t other, std::int64_t i,
-                                      int first_part, int end_part,
-                                      const double (&inverse_spacing)[Grid::parts],
-                                      const SplitScratchSums& sums) const {
+  template <bool Checked>
+  KOKKOS_INLINE_FUNCTION void add_terms(const RowOfTwoBlocks<max_width>& row, int n,
+                                        std::int64_t j, int first_part, int end_part,
+                                        const double (&inverse_spacing)[Grid::parts],
+                                        const SplitScratchSums& sums) const {
     constexpr int parts = Grid::parts;
-    const double weight = w.extent(0) != 0 ? double(w(i)) : 1.0;
-    if (weight == 0) return;
-    const int n = row_width();
-    double left[max_width], right[max_width];
-    for (int q = 0; q < n; ++q) {
-      left[q] = weight * grid.scale * double(values(j, q, i));
-      right[q] = double(values(other, q, i));
-    }
-    const int corner = first(j, i) * k + first(other, i);
     for (int q = 0; q < n; ++q)
       for (int r = 0; r < n; ++r) {
         double slices[parts];
-        slice_term(left[q] * right[r], grid.extractor, slices);
+        slice_term(row.left[q] * row.right[r], grid.extractor, slices);
         // All parts' loop, unrolled, so that slices stays in registers; a
         // loop over the pass' parts alone (bounds known at run time) put it
         // in local memory and took twice as long.
         for (int l = 0; l < parts; ++l)
-          if (l >= first_part && l < end_part)
-            add_slice(sums, j, l, first_part, corner + q * k + r, slices[l], inverse_spacing[l]);
+          if (AllPartsInOnePass || (l >= first_part && l < end_part))
+            add_slice<Checked>(sums, j, l, first_part, row.corner + q * k + r, slices[l],
+                               inverse_spacing[l]);
       }
+  }
+
+  // Row i's terms added. A row whose terms are all below 2^51 spacings of
+  // grid 0 (|terms| <= sum |left| x sum |right|) needs no slice tested:
+  // slice 0 is then below 2^52 spacings, and each later one, a remainder
+  // below half the spacing before, below 2^(51 - bits of terms) of its
+  // own. A NaN or infinite value fails the comparison: its row is checked.
+  KOKKOS_INLINE_FUNCTION void add_row(std::int64_t j, std::int64_t other, std::int64_t i,
+                                      int first_part, int end_part,
+                                      const double (&inverse_spacing)[Grid::parts],
+                                      const SplitScratchSums& sums) const {
+    const int n = width_or<Width>(width);
+    const double scale = grid.scale;
+    RowOfTwoBlocks<max_width> row;
+    if (!row.read(first, values, w, j, other, i, k, n,
+                  [&](double weight, double value) { return weight * scale * value; }))
+      return;
+    double left_sum = 0, right_sum = 0;
+    for (int q = 0; q < n; ++q) {
+      left_sum += compat::math::fabs(row.left[q]);
+      right_sum += compat::math::fabs(row.right[q]);
+    }
+    if (left_sum * right_sum < 2251799813685248.0 * spacing(0))  // 2^51
+      add_terms<false>(row, n, j, first_part, end_part, inverse_spacing, sums);
+    else
+      add_terms<true>(row, n, j, first_part, end_part, inverse_spacing, sums);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -194,15 +219,15 @@ struct CrossProductPartsByAtomics {
     const std::int64_t other = partner < 0 ? j : partner;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    Scratch words(member.team_scratch(level), scratch_words(k, parts_per_pass));
-    const SplitScratchSums sums(words.data(), words.data() + parts_per_pass * entries, level);
+    const int per_pass = parts_a_pass();
+    Scratch words(member.team_scratch(level), exact_parts_scratch_words(k, per_pass));
+    const SplitScratchSums sums(words.data(), words.data() + per_pass * entries, level);
     double inverse_spacing[parts];
     for (int l = 0; l < parts; ++l) inverse_spacing[l] = 1 / spacing(l);
-    for (int first_part = 0; first_part < parts; first_part += parts_per_pass) {
-      const int end_part =
-          first_part + parts_per_pass < parts ? first_part + parts_per_pass : parts;
+    for (int first_part = 0; first_part < parts; first_part += per_pass) {
+      const int end_part = first_part + per_pass < parts ? first_part + per_pass : parts;
       const std::int64_t pass_entries = (end_part - first_part) * entries;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 2 * parts_per_pass * entries),
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 2 * per_pass * entries),
                            [&](std::int64_t a) { words(a) = 0u; });
       member.team_barrier();
       for (std::int64_t i = begin + member.team_rank(); i < end; i += member.team_size())
@@ -219,28 +244,35 @@ struct CrossProductPartsByAtomics {
   }
 };
 
-// The GPU strategy with `team_size` threads per team (public so that a test
-// can run it on CPU threads too).
+// The GPU strategy with `team_size` (at most 256) threads per team (public
+// so that a test can run it on CPU threads too).
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
 void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                     std::int64_t partner, const Grid& grid,
                                     std::int64_t rows_per_team, const Output& output,
                                     int team_size) {
   const int k = basis.basis_size;
-  const auto launch = [&](auto width_constant) {
-    using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
-                                               decltype(basis.values), WView, Output,
-                                               decltype(width_constant)::value>;
-    const int parts_per_pass = Functor::parts_in_a_pass(k);
+  const int parts_per_pass = exact_parts_in_a_pass<Grid>(k);
+  const auto launch = [&](auto width_constant, auto all_parts_in_one_pass) {
+    using Functor =
+        CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
+                                   decltype(basis.values), WView, Output,
+                                   decltype(width_constant)::value,
+                                   decltype(all_parts_in_one_pass)::value>;
     const auto shape = scratch_team_launch(
         space, basis.blocks() * output.chunks, team_size,
-        Functor::Scratch::shmem_size(Functor::scratch_words(k, parts_per_pass)));
+        Functor::Scratch::shmem_size(exact_parts_scratch_words(k, parts_per_pass)));
     Kokkos::parallel_for("kpl::compact_basis::cross_product_parts", shape.policy,
                          Functor{basis.first, basis.values, w, output, grid, basis.rows(),
                                  rows_per_team, partner, basis.blocks(), k, basis.width(),
                                  shape.level, parts_per_pass});
   };
-  with_compile_time_width(basis.width(), launch);
+  with_compile_time_width(basis.width(), [&](auto width_constant) {
+    if (parts_per_pass == Grid::parts)
+      launch(width_constant, std::true_type());
+    else
+      launch(width_constant, std::false_type());
+  });
 }
 
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>

@@ -1,7 +1,8 @@
 // What the GPU strategies of the compact-basis cross products share
 // (impl/compact_basis_cross_products.hpp, impl/compact_basis_exact_parts.hpp):
-// the width as a compile-time constant, the launch shape, and a team's
-// integer sums in scratch, added by native 32-bit atomics.
+// the width as a compile-time constant, a thread's read of a row, the
+// launch shape, and a team's integer sums in scratch, added by native
+// 32-bit atomics.
 //
 // Why integers: shared memory adds doubles, and 64-bit integers, only by
 // compare-and-swap loops, which retry wherever a warp's rows collide; it
@@ -27,6 +28,42 @@ void with_compile_time_width(int width, const Launch& launch) {
   else
     launch(std::integral_constant<int, 0>());
 }
+
+// Width where it is a compile-time constant (> 0), else the basis' width
+// read at run time.
+template <int Width>
+KOKKOS_INLINE_FUNCTION int width_or(int run_time_width) {
+  if constexpr (Width > 0)
+    return Width;
+  else
+    return run_time_width;
+}
+
+// Row i of blocks j and `other` as a thread of either strategy takes it
+// whole: B_other's values (right), B_j's times the row's weight as
+// left_of(weight, value) forms them (each strategy scales them its own
+// way, and keeps its order of multiplication), and the entry
+// (first_j(i), first_other(i)) of its first term. read() is false for a
+// row of weight 0, which adds nothing.
+template <int MaxWidth>
+struct RowOfTwoBlocks {
+  double left[MaxWidth], right[MaxWidth];
+  int corner;
+
+  template <class FirstView, class ValuesView, class WView, class LeftOf>
+  KOKKOS_INLINE_FUNCTION bool read(const FirstView& first, const ValuesView& values,
+                                   const WView& w, std::int64_t j, std::int64_t other,
+                                   std::int64_t i, int k, int width, const LeftOf& left_of) {
+    const double weight = w.extent(0) != 0 ? double(w(i)) : 1.0;
+    if (weight == 0) return false;
+    for (int q = 0; q < width; ++q) {
+      left[q] = left_of(weight, double(values(j, q, i)));
+      right[q] = double(values(other, q, i));
+    }
+    corner = first(j, i) * k + first(other, i);
+    return true;
+  }
+};
 
 // The launch shape of the kernels: `teams` teams of team_size threads,
 // with scratch_bytes of team scratch in shared memory (level 0) while they
