@@ -12,6 +12,7 @@
 // kpl needs them not to: the GAM's lambda must have the same bits on every
 // process of a group and for any thread count (issue "MPI scale-out").
 #include <kpl/bspline.hpp>
+#include <kpl/gam.hpp>
 #include <kpl/gam_penalty.hpp>
 
 #include <benchmark/benchmark.h>
@@ -140,5 +141,30 @@ void BM_PenaliseLearner(benchmark::State& state) {
   state.counters["lambda_low_bits"] = low_bits(penalty.lambda);
 }
 BENCHMARK(BM_PenaliseLearner)->ArgName("k")->Arg(24)->Arg(32)->Unit(benchmark::kMicrosecond);
+
+// Every learner's penalty in a fit of p learners of k = 32 (the GPU fits'
+// benchmarks' shape), on the host's threads as a fit computes them
+// (impl::gam_learner_penalties: the fits' `lambda_s` without the offset and
+// the copy of M and R to the device). `threads`: the host's.
+void BM_LearnerPenalties(benchmark::State& state) {
+  constexpr int k = 32;
+  const std::int64_t learners = state.range(0), block = std::int64_t(k) * k;
+  const Problem problem = make_problem(k);
+  std::vector<double> grams(learners * block);
+  for (std::int64_t j = 0; j < learners; ++j)
+    std::copy(problem.gram.begin(), problem.gram.end(), grams.begin() + j * block);
+  const auto host_gram = [&](std::int64_t e) { return grams[e]; };
+  kpl::GamOptions options;
+  options.basis_size = k;
+  for (auto _ : state) {
+    const auto penalties = kpl::impl::gam_learner_penalties(host_gram, options, learners);
+    benchmark::DoNotOptimize(penalties.data());
+  }
+  state.counters["threads"] = std::min<double>(
+      learners, Kokkos::DefaultHostExecutionSpace().concurrency() > 1
+                    ? Kokkos::DefaultHostExecutionSpace().concurrency()
+                    : kpl::impl::gam_usable_cpus());
+}
+BENCHMARK(BM_LearnerPenalties)->ArgName("p")->Arg(100)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
