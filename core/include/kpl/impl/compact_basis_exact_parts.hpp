@@ -244,6 +244,12 @@ struct CrossProductPartsByAtomics {
   }
 };
 
+// At most 256 threads a team, and registers for three such teams a GPU
+// multiprocessor: the kernel waits on its shared-memory atomics, and a
+// third team's warps keep the unit that serves them busy. Unbounded, the
+// compiler takes registers that leave room for two teams.
+using ExactPartsLaunchBounds = Kokkos::LaunchBounds<256, 3>;
+
 // The GPU strategy with `team_size` (at most 256) threads per team (public
 // so that a test can run it on CPU threads too).
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
@@ -259,7 +265,7 @@ void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& ba
                                    decltype(basis.values), WView, Output,
                                    decltype(width_constant)::value,
                                    decltype(all_parts_in_one_pass)::value>;
-    const auto shape = scratch_team_launch(
+    const auto shape = scratch_team_launch<ExecutionSpace, ExactPartsLaunchBounds>(
         space, basis.blocks() * output.chunks, team_size,
         Functor::Scratch::shmem_size(exact_parts_scratch_words(k, parts_per_pass)));
     Kokkos::parallel_for("kpl::compact_basis::cross_product_parts", shape.policy,

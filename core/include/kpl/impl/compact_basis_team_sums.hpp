@@ -68,18 +68,20 @@ struct RowOfTwoBlocks {
 // The launch shape of the kernels: `teams` teams of team_size threads,
 // with scratch_bytes of team scratch in shared memory (level 0) while they
 // fit, else in the slower level-1 scratch; the level goes to the kernel,
-// which asks for its scratch there.
-template <class ExecutionSpace>
+// which asks for its scratch there. Traits: the policy's others (such as
+// Kokkos::LaunchBounds).
+template <class ExecutionSpace, class... Traits>
 struct ScratchTeamLaunch {
-  Kokkos::TeamPolicy<ExecutionSpace> policy;
+  Kokkos::TeamPolicy<ExecutionSpace, Traits...> policy;
   int level;
 };
 
-template <class ExecutionSpace>
-ScratchTeamLaunch<ExecutionSpace> scratch_team_launch(const ExecutionSpace& space,
-                                                      std::int64_t teams, int team_size,
-                                                      std::size_t scratch_bytes) {
-  using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+template <class ExecutionSpace, class... Traits>
+ScratchTeamLaunch<ExecutionSpace, Traits...> scratch_team_launch(const ExecutionSpace& space,
+                                                                 std::int64_t teams,
+                                                                 int team_size,
+                                                                 std::size_t scratch_bytes) {
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace, Traits...>;
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
   return {Policy(space, static_cast<int>(teams), team_size)
               .set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
