@@ -248,10 +248,11 @@ struct CrossProductPartsByAtomics {
 // multiprocessor: the kernel waits on its shared-memory atomics, and a
 // third team's warps keep the unit that serves them busy. Unbounded, the
 // compiler takes registers that leave room for two teams.
-using ExactPartsLaunchBounds = Kokkos::LaunchBounds<256, 3>;
+constexpr int exact_parts_max_team_size = 256;
+using ExactPartsLaunchBounds = Kokkos::LaunchBounds<exact_parts_max_team_size, 3>;
 
-// The GPU strategy with `team_size` (at most 256) threads per team (public
-// so that a test can run it on CPU threads too).
+// The GPU strategy with `team_size` (at most exact_parts_max_team_size)
+// threads per team (public so that a test can run it on CPU threads too).
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
 void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                     std::int64_t partner, const Grid& grid,
@@ -322,6 +323,7 @@ void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis
     // Teams add to the parts directly, so their rows need not be the
     // chunks': parts of them, as the cross products' (more waves of teams).
     constexpr int team_size = compact_team_size<ExecutionSpace>();
+    static_assert(team_size <= exact_parts_max_team_size, "beyond the kernel's launch bounds");
     const std::int64_t rows_per_team = cross_rows_per_part(
         space, cpu_rows_per_team, blocks, (rows + cpu_rows_per_team - 1) / cpu_rows_per_team,
         basis.basis_size, team_size);
