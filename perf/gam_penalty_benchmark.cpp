@@ -160,10 +160,10 @@ void BM_LearnerPenalties(benchmark::State& state) {
     const auto penalties = kpl::impl::gam_learner_penalties(host_gram, options, learners);
     benchmark::DoNotOptimize(penalties.data());
   }
-  state.counters["threads"] = std::min<double>(
-      learners, Kokkos::DefaultHostExecutionSpace().concurrency() > 1
-                    ? Kokkos::DefaultHostExecutionSpace().concurrency()
-                    : kpl::impl::gam_usable_cpus());
+  state.counters["threads"] =
+      std::min<double>(learners, Kokkos::DefaultHostExecutionSpace().concurrency() > 1
+                                     ? Kokkos::DefaultHostExecutionSpace().concurrency()
+                                     : kpl::impl::gam_usable_cpus());
 }
 BENCHMARK(BM_LearnerPenalties)->ArgName("p")->Arg(100)->Unit(benchmark::kMicrosecond);
 

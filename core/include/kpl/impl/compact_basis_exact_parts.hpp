@@ -90,13 +90,27 @@ KOKKOS_INLINE_FUNCTION std::int64_t exact_parts_scratch_words(int k, int parts) 
   return 2 * std::int64_t(parts) * k * k;
 }
 
+// At most 256 threads a team, and registers for three such teams a GPU
+// multiprocessor: the kernel waits on its shared-memory atomics, and a
+// third team's warps keep the unit that serves them busy. Unbounded, the
+// compiler takes registers that leave room for two teams. Where the bound
+// cannot be met (a GPU with too little shared memory for three teams'
+// sums, or a larger team), the unbounded kernel runs instead.
+using ExactPartsLaunchBounds = Kokkos::LaunchBounds<256, 3>;
+
 // Parts a GPU team adds in one pass over its rows: all of them where their
-// sums fit in 48 KB.
-template <class Grid>
+// sums fit in the shared memory (level-0 scratch) a team may have, and in
+// 48 KB, so that host spaces, which run this strategy in tests, cut their
+// passes where a GPU does.
+template <class ExecutionSpace, class Grid>
 int exact_parts_in_a_pass(int k) {
-  constexpr std::int64_t budget = 48 * 1024 / sizeof(unsigned);
+  using Policy = Kokkos::TeamPolicy<ExecutionSpace, ExactPartsLaunchBounds>;
+  using Words = Kokkos::View<unsigned*, typename ExecutionSpace::scratch_memory_space,
+                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const std::size_t shared =
+      std::min<std::size_t>(48 * 1024, static_cast<std::size_t>(Policy::scratch_size_max(0)));
   int parts = Grid::parts;
-  while (parts > 1 && exact_parts_scratch_words(k, parts) > budget) --parts;
+  while (parts > 1 && Words::shmem_size(exact_parts_scratch_words(k, parts)) > shared) --parts;
   return parts;
 }
 
@@ -110,11 +124,11 @@ int exact_parts_in_a_pass(int k) {
 // spacings (a term above the grid's bound: the caller's mistake, or a
 // weight that is not finite) goes to the parts directly as a double: the
 // value stays the product's, not exact. Where the sums of all parts would
-// not fit in 48 KB of scratch (k > 45), the team passes over its rows once
-// for each group of parts that does. Width: the basis' width as a
-// compile-time constant, or 0. AllPartsInOnePass: known at compile time
-// so that the common case (k <= 45) tests no part against its pass (those
-// tests took a third of its time).
+// not fit in a team's shared memory (exact_parts_in_a_pass), the team
+// passes over its rows once for each group of parts that does. Width: the
+// basis' width as a compile-time constant, or 0. AllPartsInOnePass: known
+// at compile time so that the common case (all parts in one pass) tests
+// no part against its pass, which costs it dearly.
 //
 // Why whole rows and integers: the double atomics of shared memory are
 // compare-and-swap loops, and a lane per term kept a warp's loops from
@@ -166,8 +180,8 @@ struct CrossProductPartsByAtomics {
   // The row's terms, sliced, their slices of parts [first_part, end_part)
   // added at (first_j + q, first_other + r).
   template <bool Checked>
-  KOKKOS_INLINE_FUNCTION void add_terms(const RowOfTwoBlocks<max_width>& row, int n,
-                                        std::int64_t j, int first_part, int end_part,
+  KOKKOS_INLINE_FUNCTION void add_terms(const RowOfTwoBlocks<max_width>& row, int n, std::int64_t j,
+                                        int first_part, int end_part,
                                         const double (&inverse_spacing)[Grid::parts],
                                         const SplitScratchSums& sums) const {
     constexpr int parts = Grid::parts;
@@ -177,7 +191,7 @@ struct CrossProductPartsByAtomics {
         slice_term(row.left[q] * row.right[r], grid.extractor, slices);
         // All parts' loop, unrolled, so that slices stays in registers; a
         // loop over the pass' parts alone (bounds known at run time) put it
-        // in local memory and took twice as long.
+        // in local memory, which is much slower.
         for (int l = 0; l < parts; ++l)
           if (AllPartsInOnePass || (l >= first_part && l < end_part))
             add_slice<Checked>(sums, j, l, first_part, row.corner + q * k + r, slices[l],
@@ -189,7 +203,8 @@ struct CrossProductPartsByAtomics {
   // grid 0 (|terms| <= sum |left| x sum |right|) needs no slice tested:
   // slice 0 is then below 2^52 spacings, and each later one, a remainder
   // below half the spacing before, below 2^(51 - bits of terms) of its
-  // own. A NaN or infinite value fails the comparison: its row is checked.
+  // own (for grids as ExactSumGrid::covering makes them). A NaN or
+  // infinite value fails the comparison: its row is checked.
   KOKKOS_INLINE_FUNCTION void add_row(std::int64_t j, std::int64_t other, std::int64_t i,
                                       int first_part, int end_part,
                                       const double (&inverse_spacing)[Grid::parts],
@@ -244,35 +259,34 @@ struct CrossProductPartsByAtomics {
   }
 };
 
-// At most 256 threads a team, and registers for three such teams a GPU
-// multiprocessor: the kernel waits on its shared-memory atomics, and a
-// third team's warps keep the unit that serves them busy. Unbounded, the
-// compiler takes registers that leave room for two teams.
-constexpr int exact_parts_max_team_size = 256;
-using ExactPartsLaunchBounds = Kokkos::LaunchBounds<exact_parts_max_team_size, 3>;
-
-// The GPU strategy with `team_size` (at most exact_parts_max_team_size)
-// threads per team (public so that a test can run it on CPU threads too).
+// The GPU strategy with `team_size` threads per team, under
+// ExactPartsLaunchBounds where the device allows (public so that a test
+// can run it on CPU threads too).
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
 void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                     std::int64_t partner, const Grid& grid,
                                     std::int64_t rows_per_team, const Output& output,
                                     int team_size) {
   const int k = basis.basis_size;
-  const int parts_per_pass = exact_parts_in_a_pass<Grid>(k);
+  const int parts_per_pass = exact_parts_in_a_pass<ExecutionSpace, Grid>(k);
+  const std::int64_t teams = basis.blocks() * output.chunks;
   const auto launch = [&](auto width_constant, auto all_parts_in_one_pass) {
-    using Functor =
-        CrossProductPartsByAtomics<ExecutionSpace, Grid, decltype(basis.first),
-                                   decltype(basis.values), WView, Output,
-                                   decltype(width_constant)::value,
-                                   decltype(all_parts_in_one_pass)::value>;
-    const auto shape = scratch_team_launch<ExecutionSpace, ExactPartsLaunchBounds>(
-        space, basis.blocks() * output.chunks, team_size,
-        Functor::Scratch::shmem_size(exact_parts_scratch_words(k, parts_per_pass)));
-    Kokkos::parallel_for("kpl::compact_basis::cross_product_parts", shape.policy,
-                         Functor{basis.first, basis.values, w, output, grid, basis.rows(),
-                                 rows_per_team, partner, basis.blocks(), k, basis.width(),
-                                 shape.level, parts_per_pass});
+    using Functor = CrossProductPartsByAtomics<
+        ExecutionSpace, Grid, decltype(basis.first), decltype(basis.values), WView, Output,
+        decltype(width_constant)::value, decltype(all_parts_in_one_pass)::value>;
+    const std::size_t scratch_bytes =
+        Functor::Scratch::shmem_size(exact_parts_scratch_words(k, parts_per_pass));
+    const auto bounded = scratch_team_launch<ExecutionSpace, ExactPartsLaunchBounds>(
+        space, teams, team_size, scratch_bytes);
+    const Functor functor{
+        basis.first, basis.values,   w, output,        grid,          basis.rows(),  rows_per_team,
+        partner,     basis.blocks(), k, basis.width(), bounded.level, parts_per_pass};
+    if (bounded.policy.team_size_max(functor, Kokkos::ParallelForTag()) >= team_size)
+      Kokkos::parallel_for("kpl::compact_basis::cross_product_parts", bounded.policy, functor);
+    else
+      Kokkos::parallel_for("kpl::compact_basis::cross_product_parts",
+                           scratch_team_launch(space, teams, team_size, scratch_bytes).policy,
+                           functor);
   };
   with_compile_time_width(basis.width(), [&](auto width_constant) {
     if (parts_per_pass == Grid::parts)
@@ -323,7 +337,6 @@ void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis
     // Teams add to the parts directly, so their rows need not be the
     // chunks': parts of them, as the cross products' (more waves of teams).
     constexpr int team_size = compact_team_size<ExecutionSpace>();
-    static_assert(team_size <= exact_parts_max_team_size, "beyond the kernel's launch bounds");
     const std::int64_t rows_per_team = cross_rows_per_part(
         space, cpu_rows_per_team, blocks, (rows + cpu_rows_per_team - 1) / cpu_rows_per_team,
         basis.basis_size, team_size);

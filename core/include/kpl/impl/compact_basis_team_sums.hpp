@@ -51,9 +51,9 @@ struct RowOfTwoBlocks {
   int corner;
 
   template <class FirstView, class ValuesView, class WView, class LeftOf>
-  KOKKOS_INLINE_FUNCTION bool read(const FirstView& first, const ValuesView& values,
-                                   const WView& w, std::int64_t j, std::int64_t other,
-                                   std::int64_t i, int k, int width, const LeftOf& left_of) {
+  KOKKOS_INLINE_FUNCTION bool read(const FirstView& first, const ValuesView& values, const WView& w,
+                                   std::int64_t j, std::int64_t other, std::int64_t i, int k,
+                                   int width, const LeftOf& left_of) {
     const double weight = w.extent(0) != 0 ? double(w(i)) : 1.0;
     if (weight == 0) return false;
     for (int q = 0; q < width; ++q) {
@@ -78,8 +78,7 @@ struct ScratchTeamLaunch {
 
 template <class ExecutionSpace, class... Traits>
 ScratchTeamLaunch<ExecutionSpace, Traits...> scratch_team_launch(const ExecutionSpace& space,
-                                                                 std::int64_t teams,
-                                                                 int team_size,
+                                                                 std::int64_t teams, int team_size,
                                                                  std::size_t scratch_bytes) {
   using Policy = Kokkos::TeamPolicy<ExecutionSpace, Traits...>;
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
