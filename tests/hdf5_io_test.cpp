@@ -568,11 +568,96 @@ void check_device_round_trip() {
   for (int i = 0; i < 17; ++i)
     for (int j = 0; j < 33; ++j) ASSERT_EQ(result(i, j), 2 * matrix(i, j)) << i << "," << j;
 }
+
+// Every element of `device` (rows of a dataset from first_row) against
+// `expected`, the whole dataset as written, back on the host.
+template <class View, class Expected>
+void expect_rows(const View& device, const Expected& expected, std::size_t first_row) {
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, device);
+  const std::size_t row_elements = host.size() / std::max<std::size_t>(1, host.extent(0));
+  const std::size_t offset = first_row * row_elements;
+  for (std::size_t e = 0; e < host.size(); ++e)
+    ASSERT_EQ(host.data()[e], expected.data()[offset + e]) << "element " << e;
+}
+
+// read_rows_to: blocks through the pinned buffers straight into the space's
+// memory, a short last block among them; the destination starts as garbage
+// so that a block never copied fails.
+template <class ExecutionSpace>
+void check_rows_read_to_space() {
+  using Memory = typename ExecutionSpace::memory_space;
+  ScratchDirectory directory;
+  const auto path = directory.file("rows_to.h5");
+  HostArray<double, 2> matrix("matrix", 23, 5);
+  HostArray<double, 3> cube("cube", 9, 2, 3);
+  HostArray<double, 1> vector("vector", 11);
+  std::mt19937_64 generator(3);
+  const auto fill = [&](double* values, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) values[i] = random_value<double>(generator);
+  };
+  fill(matrix.data(), matrix.size());
+  fill(cube.data(), cube.size());
+  fill(vector.data(), vector.size());
+  HostArray<double, 2> holed("holed", 23, 5);
+  Kokkos::deep_copy(holed, matrix);
+  holed(17, 2) = std::numeric_limits<double>::quiet_NaN();
+  {
+    OutputFile output(path);
+    output.write("/matrix", matrix);
+    output.write("/cube", cube);
+    output.write("/vector", vector);
+    output.write("/holed", holed);
+    output.commit();
+  }
+  const InputFile input(path);
+  const ExecutionSpace space;
+  const ReadRequirements finite{true, false};
+  // 17 rows from row 3 in blocks of 3 rows (120 bytes): five full, one of 2.
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> rows("rows", 17, 5);
+  Kokkos::deep_copy(rows, -12345.0);
+  input.read_rows_to(space, "/matrix", 3, rows, finite, 3 * 5 * sizeof(double));
+  expect_rows(rows, matrix, 3);
+  // The default block (all rows in one), rank 3 and rank 1 in blocks of 2 values.
+  Kokkos::View<double***, Kokkos::LayoutRight, Memory> slab("slab", 9, 2, 3);
+  Kokkos::deep_copy(slab, -12345.0);
+  input.read_rows_to(space, "/cube", 0, slab);
+  expect_rows(slab, cube, 0);
+  Kokkos::View<double*, Memory> tail("tail", 6);
+  Kokkos::deep_copy(tail, -12345.0);
+  input.read_rows_to(space, "/vector", 5, tail, finite, 2 * sizeof(double));
+  expect_rows(tail, vector, 5);
+  // The NaN at row 17 (the sixth block) is named in the whole dataset's coordinates;
+  // the rows before it are in place.
+  expect_error<kpl::input_error>(
+      [&] { input.read_rows_to(space, "/holed", 2, rows, finite, 3 * 5 * sizeof(double)); },
+      {path, "/holed", "NaN or Inf", "[17, 2]"});
+  const auto partial = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, rows);
+  EXPECT_EQ(partial(14, 4), matrix(16, 4));
+  // Checked before any block is read: rows past the end (the first block
+  // would fit), a wrong row length.
+  Kokkos::deep_copy(rows, -12345.0);
+  expect_error<kpl::input_error>(
+      [&] { input.read_rows_to(space, "/matrix", 7, rows, finite, 3 * 5 * sizeof(double)); },
+      {path, "/matrix", "has 23 rows", "rows 7 to 24"});
+  EXPECT_EQ(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, rows)(0, 0), -12345.0);
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> narrow("narrow", 4, 3);
+  expect_error<kpl::runtime_error>([&] { input.read_rows_to(space, "/matrix", 0, narrow); },
+                                   {"/matrix", "do not fit the buffer"});
+  // No rows: the dataset is still checked.
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> none("none", 0, 5);
+  input.read_rows_to(space, "/matrix", 23, none);
+  expect_error<kpl::input_error>([&] { input.read_rows_to(space, "/absent", 0, none); },
+                                 {path, "/absent"});
+}
 }  // namespace
 
 KPL_EXECUTION_SPACE_SUITE(Hdf5Backend);
 
 KPL_EXECUTION_SPACE_TEST(Hdf5Backend, FileToDeviceToFile) { check_device_round_trip<TypeParam>(); }
+
+KPL_EXECUTION_SPACE_TEST(Hdf5Backend, ReadsRowsInBlocksIntoTheSpacesMemory) {
+  check_rows_read_to_space<TypeParam>();
+}
 
 // ------------------------------------------------- chunked, compressed storage
 

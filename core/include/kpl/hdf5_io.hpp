@@ -89,6 +89,19 @@ class InputFile {
   void read_rows_into(const std::string& dataset, std::size_t first_row, const View& rows,
                       ReadRequirements requirements = {}) const;
 
+  // read_rows_into for `rows` in any memory space `space` reaches (a GPU's,
+  // say), LayoutRight from rank 2: blocks of about block_bytes go through two
+  // pinned host buffers in turn, and each block's copy to `rows` runs on
+  // `space` while the next block is read. No host copy of the whole is made:
+  // on a GPU its first touch costs more than the read. The checks are
+  // read_rows_into's, block by block, naming coordinates in the whole
+  // dataset; on an error no copy is left running. Returns once `rows` holds
+  // the rows.
+  template <class ExecutionSpace, class View>
+  void read_rows_to(const ExecutionSpace& space, const std::string& dataset, std::size_t first_row,
+                    const View& rows, ReadRequirements requirements = {},
+                    std::size_t block_bytes = std::size_t(8) << 20) const;
+
   // Attributes of the file ("/") or of a dataset or group.
   bool has_attribute(const std::string& object, const std::string& name) const;
   std::string read_string_attribute(const std::string& object, const std::string& name) const;

@@ -5,9 +5,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kpl::hdf5 {
@@ -56,16 +58,41 @@ void check_finite(const std::string& path, const std::string& dataset, const T* 
   }
 }
 
-// An uninitialized row-major host View of the given extents, labelled.
-template <class T, int Rank>
-HostArray<T, Rank> allocate(const std::string& label, const std::vector<std::size_t>& extents) {
+// Host memory a device copies from at the bus's speed: pinned where the
+// backend has it (Kokkos 3 names CUDA's alone).
+#if KOKKOS_VERSION >= 40000
+using PinnedHostSpace = Kokkos::SharedHostPinnedSpace;
+#elif defined(KOKKOS_ENABLE_CUDA)
+using PinnedHostSpace = Kokkos::CudaHostPinnedSpace;
+#else
+using PinnedHostSpace = Kokkos::HostSpace;
+#endif
+
+// Rows [first, first + count) of a View of rank 1 to 3.
+template <class View>
+auto leading_rows(const View& view, std::size_t first, std::size_t count) {
+  const std::pair<std::size_t, std::size_t> rows(first, first + count);
+  if constexpr (View::rank == 1) {
+    return Kokkos::subview(view, rows);
+  } else if constexpr (View::rank == 2) {
+    return Kokkos::subview(view, rows, Kokkos::ALL);
+  } else {
+    return Kokkos::subview(view, rows, Kokkos::ALL, Kokkos::ALL);
+  }
+}
+
+// An uninitialized row-major View of the given extents, labelled (on the
+// host unless Memory says otherwise).
+template <class T, int Rank, class Memory = Kokkos::HostSpace>
+auto allocate(const std::string& label, const std::vector<std::size_t>& extents) {
+  using Array = Kokkos::View<typename add_rank<T, Rank>::type, Kokkos::LayoutRight, Memory>;
   const auto allocation = Kokkos::view_alloc(Kokkos::WithoutInitializing, label);
   if constexpr (Rank == 1) {
-    return HostArray<T, Rank>(allocation, extents[0]);
+    return Array(allocation, extents[0]);
   } else if constexpr (Rank == 2) {
-    return HostArray<T, Rank>(allocation, extents[0], extents[1]);
+    return Array(allocation, extents[0], extents[1]);
   } else {
-    return HostArray<T, Rank>(allocation, extents[0], extents[1], extents[2]);
+    return Array(allocation, extents[0], extents[1], extents[2]);
   }
 }
 }  // namespace impl
@@ -128,6 +155,50 @@ void InputFile::read_rows_into(const std::string& dataset, std::size_t first_row
   if constexpr (std::is_floating_point_v<T>) {
     if (requirements.finite && !requirements.already_checked)
       impl::check_finite(path_, dataset, rows.data(), extents, first_row);
+  }
+}
+
+template <class ExecutionSpace, class View>
+void InputFile::read_rows_to(const ExecutionSpace& space, const std::string& dataset,
+                             std::size_t first_row, const View& rows,
+                             ReadRequirements requirements, std::size_t block_bytes) const {
+  static_assert(Kokkos::is_view<View>::value, "read_rows_to takes a Kokkos::View");
+  using T = typename View::non_const_value_type;
+  constexpr int Rank = static_cast<int>(View::rank);
+  static_assert(Rank >= 1 && Rank <= 3, "kpl::hdf5 reads datasets of rank 1 to 3");
+  static_assert(
+      (Rank == 1 || std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) &&
+          Kokkos::SpaceAccessibility<ExecutionSpace, typename View::memory_space>::accessible,
+      "read_rows_to takes Views `space` can reach, LayoutRight from rank 2");
+  // The whole range is checked before any block is read.
+  auto extents = impl::checked_shape(path_, file_, dataset, Rank, impl::element_type_of<T>(),
+                                     requirements.allow_empty);
+  impl::check_row_range(path_, dataset, first_row, rows.extent(0), extents[0]);
+  extents[0] = rows.extent(0);
+  for (int d = 1; d < Rank; ++d)
+    if (extents[d] != rows.extent(d)) impl::fail_buffer_shape(path_, dataset, extents);
+  std::size_t row_bytes = sizeof(T);
+  for (int d = 1; d < Rank; ++d) row_bytes *= std::max<std::size_t>(1, extents[d]);
+  const std::size_t total = extents[0];
+  const std::size_t block_rows =
+      std::max<std::size_t>(1, std::min(total, block_bytes / row_bytes));
+  extents[0] = std::min(block_rows, total);
+  const std::string label = "kpl::hdf5::staging " + dataset;
+  decltype(impl::allocate<T, Rank, impl::PinnedHostSpace>(label, extents)) buffers[2];
+  for (auto& buffer : buffers)
+    buffer = impl::allocate<T, Rank, impl::PinnedHostSpace>(label, extents);
+  try {
+    for (std::size_t done = 0, block = 0; done < total; done += block_rows, ++block) {
+      const std::size_t count = std::min(block_rows, total - done);
+      const auto staged = impl::leading_rows(buffers[block % 2], 0, count);
+      read_rows_into(dataset, first_row + done, staged, requirements);
+      space.fence();  // the previous block's copy, which ran during this read, is done
+      Kokkos::deep_copy(space, impl::leading_rows(rows, done, count), staged);
+    }
+    space.fence();
+  } catch (...) {
+    space.fence();  // no copy may still read a buffer that is about to be freed
+    throw;
   }
 }
 
