@@ -14,6 +14,7 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 
 namespace kpl {
 
@@ -50,6 +51,41 @@ Kokkos::View<T**, Kokkos::LayoutRight, Memory> to_device(const hdf5::HostArray<d
     Kokkos::deep_copy(device, mirror);
   }
   return device;
+}
+
+// What the fit requires of /X, /y: finite values; an empty X is read, and
+// fit_gam explains what it lacks.
+hdf5::ReadRequirements gam_read_requirements() {
+  hdf5::ReadRequirements requirements;
+  requirements.finite = true;
+  requirements.allow_empty = true;
+  return requirements;
+}
+
+// Whether /X goes from the file straight into device memory (double X in
+// memory the host cannot reach): no host copy of the whole is made then,
+// only two blocks of x_block_bytes.
+constexpr std::size_t x_block_bytes = std::size_t(8) << 20;
+template <class T>
+constexpr bool x_read_to_device() {
+  return std::is_same_v<T, double> &&
+         !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible;
+}
+
+// This process's rows of /X in the fit's precision, in the fit's memory.
+template <class T>
+Kokkos::View<T**, Kokkos::LayoutRight, Memory> read_X(const hdf5::InputFile& input,
+                                                      RowBlock block,
+                                                      hdf5::ReadRequirements requirements) {
+  if constexpr (x_read_to_device<T>()) {
+    Kokkos::View<double**, Kokkos::LayoutRight, Memory> X(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::X"), block.count,
+        input.shape("/X")[1]);
+    input.read_rows_to(Space(), "/X", block.first, X, requirements, x_block_bytes);
+    return X;
+  } else {
+    return to_device<T>(input.read_rows<double, 2>("/X", block.first, block.count, requirements));
+  }
 }
 
 template <class T>
@@ -214,14 +250,15 @@ GamModel fit_rows(const ProcessGroup& group, const XView& X, const YView& y,
 }
 
 template <class T>
-GamFitSummary fit_in_precision(const ProcessGroup& group, const hdf5::HostArray<double, 2>& host_X,
-                               const hdf5::HostArray<double, 1>& host_y,
+GamFitSummary fit_in_precision(const ProcessGroup& group, const hdf5::InputFile& input,
+                               RowBlock block, const hdf5::HostArray<double, 1>& host_y,
                                const GamRowInputs& inputs, const std::string& input_path,
                                hdf5::OutputFile& output, const GamFitFileOptions& options) {
-  decltype(to_device<T>(host_X)) X;
+  const auto requirements = gam_read_requirements();
+  decltype(read_X<T>(input, block, requirements)) X;
   decltype(to_device<T>(host_y)) y;
   agreed(group, [&] {
-    X = to_device<T>(host_X);
+    X = read_X<T>(input, block, requirements);
     y = to_device<T>(host_y);
   });
   GamFitSummary summary;
@@ -352,8 +389,11 @@ RowBlock plan_fit(const ProcessGroup& group, const hdf5::InputFile& input,
   GamOptions resolved = options.gam;
   resolved.basis = gam_basis_for<Space>(options.gam.basis);
   ResourceNeeds needs;
+  const std::int64_t staging = 2 * std::int64_t(x_block_bytes);
   needs.host_bytes =
-      checked_sum({bytes("/X", sizeof(double)), bytes("/X", element), bytes("/y", 16)});
+      (options.single_precision ? x_read_to_device<float>() : x_read_to_device<double>())
+          ? checked_sum({staging, bytes("/y", 16)})
+          : checked_sum({bytes("/X", sizeof(double)), bytes("/X", element), bytes("/y", 16)});
   needs.device_bytes =
       checked_sum({bytes("/X", element), bytes("/y", element),
                    gam_device_bytes(block.count, p, resolved, element, gam_resamples(options))});
@@ -466,14 +506,9 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
   group.broadcast(model_input_path);
   const auto output = group.create_output(output_path);  // before any work: the target is writable
 
-  hdf5::ReadRequirements requirements;
-  requirements.finite = true;
-  requirements.allow_empty = true;  // fit_gam explains what an empty X lacks
-  hdf5::HostArray<double, 2> X;
   hdf5::HostArray<double, 1> y;
   agreed(group, [&] {
-    X = input->read_rows<double, 2>("/X", block.first, block.count, requirements);
-    y = input->read_rows<double, 1>("/y", block.first, block.count, requirements);
+    y = input->read_rows<double, 1>("/y", block.first, block.count, gam_read_requirements());
   });
   GamRowInputs inputs;
   if (!options.weights.empty())
@@ -484,9 +519,10 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
     inputs.resample_weights =
         read_resample_weights(group, options, block, std::int64_t(input->shape("/X")[0]),
                               inputs.weights);
-  return options.single_precision
-             ? fit_in_precision<float>(group, X, y, inputs, model_input_path, *output, options)
-             : fit_in_precision<double>(group, X, y, inputs, model_input_path, *output, options);
+  return options.single_precision ? fit_in_precision<float>(group, *input, block, y, inputs,
+                                                            model_input_path, *output, options)
+                                  : fit_in_precision<double>(group, *input, block, y, inputs,
+                                                             model_input_path, *output, options);
 }
 
 // The value of a string attribute that must name one of `values`.
