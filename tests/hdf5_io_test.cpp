@@ -320,6 +320,48 @@ TEST(Hdf5Input, RejectsNanAndInfOnlyWhereFiniteValuesAreRequired) {
   EXPECT_TRUE(std::isnan(input.read<double, 2>("with_nan")(2, 1)));
 }
 
+// The finite check tests blocks of values at once: a NaN or Inf is found at
+// either end of a block and of the data, and the extreme finite values
+// (the largest, the smallest denormal, -0) pass.
+template <class T>
+void check_non_finite_found_anywhere() {
+  ScratchDirectory directory;
+  using limits = std::numeric_limits<T>;
+  constexpr std::size_t count = 10000;
+  HostArray<T, 1> extremes("extremes", count);
+  for (std::size_t i = 0; i < count; ++i) extremes(i) = T(i % 7) - T(3);
+  const T finite_edges[] = {limits::max(), limits::lowest(), limits::denorm_min(),
+                            -limits::denorm_min(), limits::min(), T(-0.0)};
+  for (std::size_t e = 0; e < std::size(finite_edges); ++e) extremes(4090 + e) = finite_edges[e];
+  const auto clean_path = directory.file("clean.h5");
+  {
+    OutputFile output(clean_path);
+    output.write("/values", extremes);
+    output.commit();
+  }
+  const ReadRequirements finite{true, false};
+  const auto read = InputFile(clean_path).read<T, 1>("/values", finite);
+  EXPECT_EQ(read(4090), limits::max());
+  for (const std::size_t at : {std::size_t(0), std::size_t(4095), std::size_t(4096),
+                               std::size_t(8191), count - 1})
+    for (const T bad : {limits::quiet_NaN(), limits::infinity(), -limits::infinity()}) {
+      HostArray<T, 1> values("values", count);
+      Kokkos::deep_copy(values, extremes);
+      values(at) = bad;
+      const auto path = directory.file("bad_" + std::to_string(at) + ".h5");
+      {
+        OutputFile output(path);
+        output.write("/values", values);
+        output.commit();
+      }
+      expect_error<kpl::input_error>([&] { InputFile(path).read<T, 1>("/values", finite); },
+                                     {"NaN or Inf", "[" + std::to_string(at) + "]"});
+    }
+}
+
+TEST(Hdf5Input, FindsNanAndInfAnywhereInDoubles) { check_non_finite_found_anywhere<double>(); }
+TEST(Hdf5Input, FindsNanAndInfAnywhereInFloats) { check_non_finite_found_anywhere<float>(); }
+
 // Rows written and read in blocks land where a plain formula of their
 // coordinate says, and errors name the coordinate in the whole dataset.
 double cell(std::size_t i, std::size_t j, std::size_t k) { return 100.0 * i + 10.0 * j + k; }
