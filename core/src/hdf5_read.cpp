@@ -5,11 +5,13 @@
 
 #include <kpl/resources.hpp>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -228,6 +230,21 @@ void check_row_range(const std::string& path, const std::string& dataset, std::s
 }
 
 // ------------------------------------------------------------- raw reads
+
+void prefer_huge_pages(void* data, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // The 2 MiB pages wholly inside the array; what lies outside them keeps
+  // small pages. Where the system allows none the call changes nothing.
+  constexpr std::uintptr_t huge = std::uintptr_t(1) << 21;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) & ~(huge - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(huge - 1);
+  if (bytes >= 2 * huge && end > begin)
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
 
 void read_raw(const std::string& path, std::int64_t file, const std::string& dataset,
               element_type type, void* data, std::size_t count) {

@@ -109,19 +109,29 @@ auto leading_rows(const View& view, std::size_t first, std::size_t count) {
   }
 }
 
+// Asks the system to back the large array at data with 2 MiB pages: read
+// into fresh memory, an array's first touch of its 4 KiB pages (one fault
+// each) takes several times as long as the read itself.
+void prefer_huge_pages(void* data, std::size_t bytes);
+
 // An uninitialized row-major View of the given extents, labelled (on the
-// host unless Memory says otherwise).
+// host unless Memory says otherwise), in huge pages where it is large.
 template <class T, int Rank, class Memory = Kokkos::HostSpace>
 auto allocate(const std::string& label, const std::vector<std::size_t>& extents) {
   using Array = Kokkos::View<typename add_rank<T, Rank>::type, Kokkos::LayoutRight, Memory>;
   const auto allocation = Kokkos::view_alloc(Kokkos::WithoutInitializing, label);
-  if constexpr (Rank == 1) {
-    return Array(allocation, extents[0]);
-  } else if constexpr (Rank == 2) {
-    return Array(allocation, extents[0], extents[1]);
-  } else {
-    return Array(allocation, extents[0], extents[1], extents[2]);
-  }
+  const auto array = [&] {
+    if constexpr (Rank == 1) {
+      return Array(allocation, extents[0]);
+    } else if constexpr (Rank == 2) {
+      return Array(allocation, extents[0], extents[1]);
+    } else {
+      return Array(allocation, extents[0], extents[1], extents[2]);
+    }
+  }();
+  if constexpr (std::is_same_v<Memory, Kokkos::HostSpace>)
+    prefer_huge_pages(array.data(), array.size() * sizeof(T));
+  return array;
 }
 }  // namespace impl
 
