@@ -16,6 +16,9 @@ import kpl
 RNG = np.random.default_rng(31)
 A = RNG.standard_normal((200, 150))
 B = RNG.standard_normal((64, 200))
+# Enough systems that one solve lasts long enough to see other threads run
+# during it on a fast, idle machine (B's 64 can finish too soon to tell).
+B_LONG = RNG.standard_normal((512, 200))
 
 
 def test_other_python_threads_run_while_kpl_computes():
@@ -31,7 +34,7 @@ def test_other_python_threads_run_while_kpl_computes():
     while not stamps:
         time.sleep(0.001)
     start = time.perf_counter()
-    kpl.nnls(A, B, gradient="residual")
+    kpl.nnls(A, B_LONG, gradient="residual")
     end = time.perf_counter()
     stop.set()
     ticker.join()
