@@ -362,6 +362,61 @@ void check_non_finite_found_anywhere() {
 TEST(Hdf5Input, FindsNanAndInfAnywhereInDoubles) { check_non_finite_found_anywhere<double>(); }
 TEST(Hdf5Input, FindsNanAndInfAnywhereInFloats) { check_non_finite_found_anywhere<float>(); }
 
+// Large reads: a contiguous little-endian float64 dataset is read from the
+// file's bytes, in shares on several threads where the machine has them;
+// the same values stored big-endian, in chunks, or not yet written go
+// through HDF5's own read. All must agree with the values written.
+TEST(Hdf5Input, LargeReadsAgreeWhateverTheStorage) {
+  ScratchDirectory directory;
+  const auto path = directory.file("large.h5");
+  constexpr hsize_t rows = 150000, columns = 8;  // 9.6 MB
+  const auto value = [](std::size_t i) { return double(i) * 0.5 - 7.0; };
+  std::vector<double> values(rows * columns);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = value(i);
+  write_with_c_api(path, [&](hid_t file) {
+    const hsize_t extents[2] = {rows, columns}, chunk[2] = {4096, columns};
+    const hid_t space = H5Screate_simple(2, extents, nullptr);
+    const hid_t chunked = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(chunked, 2, chunk);
+    const hid_t late = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_alloc_time(late, H5D_ALLOC_TIME_LATE);
+    const std::pair<const char*, std::pair<hid_t, hid_t>> layouts[] = {
+        {"little", {H5T_IEEE_F64LE, H5P_DEFAULT}},
+        {"big", {H5T_IEEE_F64BE, H5P_DEFAULT}},
+        {"chunked", {H5T_IEEE_F64LE, chunked}}};
+    for (const auto& [name, storage] : layouts) {
+      const hid_t set =
+          H5Dcreate2(file, name, storage.first, space, H5P_DEFAULT, storage.second, H5P_DEFAULT);
+      H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+      H5Dclose(set);
+    }
+    H5Dclose(H5Dcreate2(file, "unwritten", H5T_IEEE_F64LE, space, H5P_DEFAULT, late, H5P_DEFAULT));
+    auto holed = values;  // NaNs in the last share and an earlier one: the earlier is named
+    holed[rows * columns - 1] = holed[75000 * columns + 3] = std::nan("");
+    const hid_t set =
+        H5Dcreate2(file, "holed", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, holed.data());
+    H5Dclose(set);
+    H5Pclose(late);
+    H5Pclose(chunked);
+    H5Sclose(space);
+  });
+  const InputFile input(path);
+  const ReadRequirements finite{true, false};
+  for (const char* name : {"little", "big", "chunked"}) {
+    SCOPED_TRACE(name);
+    const auto whole = input.read<double, 2>(name, finite);
+    for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(whole.data()[i], value(i)) << i;
+    const auto middle = input.read_rows<double, 2>(name, 70001, 65000, finite);
+    for (std::size_t i = 0; i < middle.size(); ++i)
+      ASSERT_EQ(middle.data()[i], value(70001 * columns + i)) << i;
+  }
+  const auto unwritten = input.read<double, 2>("unwritten");
+  for (std::size_t i = 0; i < unwritten.size(); ++i) ASSERT_EQ(unwritten.data()[i], 0.0) << i;
+  expect_error<kpl::input_error>([&] { input.read<double, 2>("holed", finite); },
+                                 {"/holed", "NaN or Inf", "[75000, 3]"});
+}
+
 // Rows written and read in blocks land where a plain formula of their
 // coordinate says, and errors name the coordinate in the whole dataset.
 double cell(std::size_t i, std::size_t j, std::size_t k) { return 100.0 * i + 10.0 * j + k; }

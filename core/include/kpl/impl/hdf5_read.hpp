@@ -68,6 +68,10 @@ bool any_not_finite(const T* data, std::size_t count) {
   return (carries >> (8 * sizeof(Bits) - 1)) != 0;
 }
 
+// any_not_finite on several threads for large arrays (core/src/hdf5_read.cpp).
+bool any_not_finite_in(const float* data, std::size_t count);
+bool any_not_finite_in(const double* data, std::size_t count);
+
 // Throws input_error at the first NaN or Inf, naming its coordinate. Blocks
 // of values are tested at once, and only a block that holds one is searched.
 template <class T>
@@ -75,6 +79,7 @@ void check_finite(const std::string& path, const std::string& dataset, const T* 
                   const std::vector<std::size_t>& extents, std::size_t first_row = 0) {
   std::size_t count = 1;
   for (auto extent : extents) count *= extent;
+  if (!any_not_finite_in(data, count)) return;
   constexpr std::size_t block = 4096;
   for (std::size_t start = 0; start < count; start += block) {
     const std::size_t end = std::min(count, start + block);
