@@ -380,16 +380,14 @@ TEST(Hdf5Input, LargeReadsAgreeWhateverTheStorage) {
     H5Pset_chunk(chunked, 2, chunk);
     const hid_t late = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_alloc_time(late, H5D_ALLOC_TIME_LATE);
-    const std::pair<const char*, std::pair<hid_t, hid_t>> layouts[] = {
-        {"little", {H5T_IEEE_F64LE, H5P_DEFAULT}},
-        {"big", {H5T_IEEE_F64BE, H5P_DEFAULT}},
-        {"chunked", {H5T_IEEE_F64LE, chunked}}};
-    for (const auto& [name, storage] : layouts) {
-      const hid_t set =
-          H5Dcreate2(file, name, storage.first, space, H5P_DEFAULT, storage.second, H5P_DEFAULT);
+    const auto write_as = [&](const char* name, hid_t stored, hid_t creation) {
+      const hid_t set = H5Dcreate2(file, name, stored, space, H5P_DEFAULT, creation, H5P_DEFAULT);
       H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
       H5Dclose(set);
-    }
+    };
+    write_as("little", H5T_IEEE_F64LE, H5P_DEFAULT);
+    write_as("big", H5T_IEEE_F64BE, H5P_DEFAULT);
+    write_as("chunked", H5T_IEEE_F64LE, chunked);
     H5Dclose(H5Dcreate2(file, "unwritten", H5T_IEEE_F64LE, space, H5P_DEFAULT, late, H5P_DEFAULT));
     auto holed = values;  // NaNs in the last share and an earlier one: the earlier is named
     holed[rows * columns - 1] = holed[75000 * columns + 3] = std::nan("");
