@@ -6,6 +6,7 @@
 #pragma once
 
 #include <kpl/deconvolution.hpp>
+#include <kpl/execution_spaces.hpp>
 #include <kpl/hdf5_io.hpp>
 #include <kpl/impl/nnls_file_group.hpp>
 #include <kpl/waveform_file.hpp>
@@ -54,11 +55,7 @@ using Space = Kokkos::DefaultExecutionSpace;
 
 // Host memory the device copies from and to: pinned on a GPU, so that the
 // copies run at the bus's speed.
-#if defined(KOKKOS_ENABLE_CUDA)
-using StagingSpace = Kokkos::CudaHostPinnedSpace;
-#else
-using StagingSpace = Kokkos::HostSpace;
-#endif
+using StagingSpace = kpl::impl::PinnedHostSpace;
 
 template <class T>
 using StagingMatrix = Kokkos::View<T**, Kokkos::LayoutRight, StagingSpace>;

@@ -39,6 +39,16 @@ void for_each_type(std::tuple<Types...>*, Function& function) {
   (function(type_tag<Types>{}), ...);
 }
 
+// Host memory a device copies from and to at the bus's speed: pinned where
+// the backend has it (Kokkos 3 names CUDA's alone), else plain host memory.
+#if KOKKOS_VERSION >= 40000
+using PinnedHostSpace = Kokkos::SharedHostPinnedSpace;
+#elif defined(KOKKOS_ENABLE_CUDA)
+using PinnedHostSpace = Kokkos::CudaHostPinnedSpace;
+#else
+using PinnedHostSpace = Kokkos::HostSpace;
+#endif
+
 }  // namespace impl
 
 // std::tuple<Kokkos::Serial, Kokkos::OpenMP, Kokkos::Cuda> on a build with all

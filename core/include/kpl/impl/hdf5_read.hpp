@@ -3,6 +3,8 @@
 // HDF5 calls are in core/src/hdf5_read.cpp.
 #pragma once
 
+#include <kpl/execution_spaces.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -91,15 +93,22 @@ void check_finite(const std::string& path, const std::string& dataset, const T* 
   }
 }
 
-// Host memory a device copies from at the bus's speed: pinned where the
-// backend has it (Kokkos 3 names CUDA's alone).
-#if KOKKOS_VERSION >= 40000
-using PinnedHostSpace = Kokkos::SharedHostPinnedSpace;
-#elif defined(KOKKOS_ENABLE_CUDA)
-using PinnedHostSpace = Kokkos::CudaHostPinnedSpace;
-#else
-using PinnedHostSpace = Kokkos::HostSpace;
-#endif
+// The extents of rows [first_row, first_row + rows.extent(0)) of a dataset,
+// after checking its rank and type against rows', the rows against its
+// length, and rows' other extents against its own.
+template <class View>
+std::vector<std::size_t> checked_row_extents(const std::string& path, std::int64_t file,
+                                             const std::string& dataset, std::size_t first_row,
+                                             const View& rows, bool allow_empty) {
+  constexpr int Rank = static_cast<int>(View::rank);
+  auto extents = checked_shape(path, file, dataset, Rank,
+                               element_type_of<typename View::non_const_value_type>(), allow_empty);
+  check_row_range(path, dataset, first_row, rows.extent(0), extents[0]);
+  extents[0] = rows.extent(0);
+  for (int d = 1; d < Rank; ++d)
+    if (extents[d] != rows.extent(d)) fail_buffer_shape(path, dataset, extents);
+  return extents;
+}
 
 // Rows [first, first + count) of a View of rank 1 to 3.
 template <class View>
@@ -182,12 +191,8 @@ void InputFile::read_rows_into(const std::string& dataset, std::size_t first_row
       (Rank == 1 || std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>) &&
           Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible,
       "read_rows_into takes contiguous host Views, LayoutRight from rank 2");
-  auto extents = impl::checked_shape(path_, file_, dataset, Rank, impl::element_type_of<T>(),
-                                     requirements.allow_empty);
-  impl::check_row_range(path_, dataset, first_row, rows.extent(0), extents[0]);
-  extents[0] = rows.extent(0);
-  for (int d = 1; d < Rank; ++d)
-    if (extents[d] != rows.extent(d)) impl::fail_buffer_shape(path_, dataset, extents);
+  const auto extents =
+      impl::checked_row_extents(path_, file_, dataset, first_row, rows, requirements.allow_empty);
   if (!rows.span_is_contiguous()) impl::fail_buffer_shape(path_, dataset, extents);
   if constexpr (std::is_same_v<T, float>) {
     if (!requirements.already_checked)
@@ -214,12 +219,8 @@ void InputFile::read_rows_to(const ExecutionSpace& space, const std::string& dat
           Kokkos::SpaceAccessibility<ExecutionSpace, typename View::memory_space>::accessible,
       "read_rows_to takes Views `space` can reach, LayoutRight from rank 2");
   // The whole range is checked before any block is read.
-  auto extents = impl::checked_shape(path_, file_, dataset, Rank, impl::element_type_of<T>(),
-                                     requirements.allow_empty);
-  impl::check_row_range(path_, dataset, first_row, rows.extent(0), extents[0]);
-  extents[0] = rows.extent(0);
-  for (int d = 1; d < Rank; ++d)
-    if (extents[d] != rows.extent(d)) impl::fail_buffer_shape(path_, dataset, extents);
+  auto extents =
+      impl::checked_row_extents(path_, file_, dataset, first_row, rows, requirements.allow_empty);
   std::size_t row_bytes = sizeof(T);
   for (int d = 1; d < Rank; ++d) row_bytes *= std::max<std::size_t>(1, extents[d]);
   const std::size_t total = extents[0];
@@ -227,9 +228,9 @@ void InputFile::read_rows_to(const ExecutionSpace& space, const std::string& dat
       std::max<std::size_t>(1, std::min(total, block_bytes / row_bytes));
   extents[0] = std::min(block_rows, total);
   const std::string label = "kpl::hdf5::staging " + dataset;
-  decltype(impl::allocate<T, Rank, impl::PinnedHostSpace>(label, extents)) buffers[2];
+  decltype(impl::allocate<T, Rank, kpl::impl::PinnedHostSpace>(label, extents)) buffers[2];
   for (auto& buffer : buffers)
-    buffer = impl::allocate<T, Rank, impl::PinnedHostSpace>(label, extents);
+    buffer = impl::allocate<T, Rank, kpl::impl::PinnedHostSpace>(label, extents);
   try {
     for (std::size_t done = 0, block = 0; done < total; done += block_rows, ++block) {
       const std::size_t count = std::min(block_rows, total - done);
