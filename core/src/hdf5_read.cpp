@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -173,7 +174,12 @@ bool in_shares(std::size_t size, std::size_t element_bytes, const Work& work) {
   const auto run = [&](std::size_t t) {
     if (!work(t * share, std::min(size, (t + 1) * share))) all = false;
   };
-  for (std::size_t t = 1; t < threads; ++t) workers.emplace_back(run, t);
+  std::size_t t = 1;
+  try {
+    for (; t < threads; ++t) workers.emplace_back(run, t);
+  } catch (const std::system_error&) {  // no more threads: this one does the rest
+    for (; t < threads; ++t) run(t);
+  }
   run(0);
   for (auto& worker : workers) worker.join();
   return all;

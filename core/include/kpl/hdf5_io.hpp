@@ -93,10 +93,11 @@ class InputFile {
   // say), LayoutRight from rank 2: blocks of about block_bytes go through two
   // pinned host buffers in turn, and each block's copy to `rows` runs on
   // `space` while the next block is read. No host copy of the whole is made:
-  // on a GPU its first touch costs more than the read. The checks are
-  // read_rows_into's, block by block, naming coordinates in the whole
-  // dataset; on an error no copy is left running. Returns once `rows` holds
-  // the rows.
+  // on a GPU its first touch costs more than the read. The dataset, the row
+  // range and rows' shape are checked before any block is read, the values
+  // (read_rows_into's checks) block by block, naming coordinates in the
+  // whole dataset; on an error no copy is left running. Returns once `rows`
+  // holds the rows.
   template <class ExecutionSpace, class View>
   void read_rows_to(const ExecutionSpace& space, const std::string& dataset, std::size_t first_row,
                     const View& rows, ReadRequirements requirements = {},
