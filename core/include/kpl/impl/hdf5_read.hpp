@@ -228,9 +228,10 @@ void InputFile::read_rows_to(const ExecutionSpace& space, const std::string& dat
       std::max<std::size_t>(1, std::min(total, block_bytes / row_bytes));
   extents[0] = std::min(block_rows, total);
   const std::string label = "kpl::hdf5::staging " + dataset;
+  // A second buffer only where there is a second block: pinning memory is slow.
   decltype(impl::allocate<T, Rank, kpl::impl::PinnedHostSpace>(label, extents)) buffers[2];
-  for (auto& buffer : buffers)
-    buffer = impl::allocate<T, Rank, kpl::impl::PinnedHostSpace>(label, extents);
+  for (int b = 0; b < (total > block_rows ? 2 : 1); ++b)
+    buffers[b] = impl::allocate<T, Rank, kpl::impl::PinnedHostSpace>(label, extents);
   try {
     for (std::size_t done = 0, block = 0; done < total; done += block_rows, ++block) {
       const std::size_t count = std::min(block_rows, total - done);
