@@ -448,7 +448,13 @@ void check_matrix_shapes() {
       {64, 96},
       {1000, 32},
       {32, 1000},
-      {6, 4100}};
+      {6, 4100},
+      // Few outputs of many elements: the reduced dimension in segments where
+      // it runs contiguously (two on two CPU threads, many on a GPU).
+      {1, 100003},
+      {100003, 1},
+      {2, 65536},
+      {65536, 2}};
   for (const auto& [rows, columns] : shapes) {
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(columns));
     check_rows_and_columns<ExecutionSpace, Layout, double>(rows, columns, kpl::Sum<double>{});

@@ -2,7 +2,9 @@
 // kpl::reduce_columns. Two kernels, chosen by which way the reduced
 // dimension runs in memory:
 //   along_contiguous: the reduced dimension is contiguous; one thread per
-//                     output, its vector lanes over the reduced elements;
+//                     output (and segment of the reduced dimension, where
+//                     the outputs alone cannot fill the device), its vector
+//                     lanes over the reduced elements;
 //   across_strided:   the reduced dimension is strided; threads own outputs
 //                     and walk one segment of the reduced dimension, the
 //                     segments combined by atomics (GPUs, operations with an
@@ -58,31 +60,47 @@ KOKKOS_INLINE_FUNCTION typename Op::value_type fold_pack(const Op& op, const Pac
   return value;
 }
 
-// Reduced dimension contiguous in memory: one thread per output, its vector
-// lanes over the contiguous elements (coalesced on GPUs), Width elements per
-// lane and load (see pack.hpp).
-template <class Op, class Access, class Output, class ExecutionSpace, int Width>
+// Reduced dimension contiguous in memory: one thread per output and
+// segment, its vector lanes over the segment's contiguous elements
+// (coalesced on GPUs), Width elements per lane and load (see pack.hpp). One
+// segment writes the output; several write partials(segment, o), combined
+// in segment order by CombineSegments.
+template <class Op, class Access, class Partials, class Output, class ExecutionSpace, int Width>
 struct ReduceAlongContiguous {
   using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   Op op;
   Access access;
+  Partials partials;  // one segment: unused
   Output output;
+  std::int64_t segments;
+  int output_teams;  // teams per segment
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
-    const std::int64_t o =
-        std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+    const std::int64_t segment = member.league_rank() / output_teams;
+    const std::int64_t o = std::int64_t(member.league_rank() % output_teams) * member.team_size() +
+                           member.team_rank();
     // Threads past the last output still take part (with nothing to reduce):
     // the vector lanes of a warp shuffle together.
     const bool active = o < access.outputs();
-    const int groups = active ? static_cast<int>(access.reduced() / Width) : 0;
+    const std::int64_t all_groups = access.reduced() / Width;
+    const std::int64_t first = all_groups * segment / segments;
+    const int groups =
+        active ? static_cast<int>(all_groups * (segment + 1) / segments - first) : 0;
     typename Op::value_type value;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(member, groups),
         [&](const int group, typename Op::value_type& partial) {
-          const std::int64_t k = std::int64_t(group) * Width;
+          const std::int64_t k = (first + group) * Width;
           op.combine(partial, fold_pack<Width>(op, load_pack<Width>(access.address(o, k)), k));
         },
         OpReducer<Op>(op, value));
-    if (active) Kokkos::single(Kokkos::PerThread(member), [&]() { output(o) = value; });
+    if (!active) return;
+    Kokkos::single(Kokkos::PerThread(member), [&]() {
+      if (segments == 1) {
+        output(o) = value;
+      } else {
+        partials(segment, o) = value;
+      }
+    });
   }
 };
 
@@ -177,33 +195,66 @@ struct MatrixLabels {
       Columns ? "kpl::reduce_columns::combine_segments" : "kpl::reduce_rows::combine_segments";
 };
 
+// Segments of the contiguous reduced dimension for `lanes_per_output`
+// lanes on each output: one where the outputs fill the device; otherwise as
+// many as fill it, each at least `shortest` elements long. A few outputs of
+// many elements (the GAM's covariate ranges: p columns of n rows) would
+// otherwise run on a few warps of the whole GPU.
+template <class ExecutionSpace>
+std::int64_t contiguous_segments(const ExecutionSpace& space, std::int64_t outputs,
+                                 std::int64_t reduced, int lanes_per_output,
+                                 std::int64_t shortest) {
+  const std::int64_t lanes = outputs * lanes_per_output;
+  const std::int64_t to_fill = (space.concurrency() + lanes - 1) / lanes;
+  return std::max<std::int64_t>(1, std::min(to_fill, reduced / shortest));
+}
+
 // The reduced dimension contiguous (or of length <= 1).
 template <bool Columns, class ExecutionSpace, class Access, class Op, class Output>
 void reduce_along_contiguous(const ExecutionSpace& space, const Access& access, const Op& op,
                              const Output& output) {
   constexpr bool host = runs_on_host_v<ExecutionSpace>;
   using Input = typename Access::value_type;
+  using Partials = Kokkos::View<typename Op::value_type**, Kokkos::LayoutRight,
+                                typename ExecutionSpace::memory_space>;
   constexpr int pack = host ? 1 : pack_elements<Input>();
+  const std::int64_t outputs = access.outputs();
   const std::int64_t reduced = access.reduced();
   int vector_length = 1;
   if constexpr (!host) {
     while (vector_length < 32 && vector_length * pack < reduced) vector_length *= 2;
   }
   const int team_size = host ? 1 : 256 / vector_length;
-  const auto teams = static_cast<int>((access.outputs() + team_size - 1) / team_size);
-  const Kokkos::TeamPolicy<ExecutionSpace> policy(space, teams, team_size, vector_length);
-  const char* label = MatrixLabels<Columns>::along_contiguous;
+  const auto output_teams = static_cast<int>((outputs + team_size - 1) / team_size);
+  // A segment gives each lane at least 16 loads on GPUs, a thread 4096
+  // elements on CPUs.
+  const std::int64_t segments = contiguous_segments(
+      space, outputs, reduced, vector_length, host ? 4096 : std::int64_t(vector_length) * pack * 16);
+  const Kokkos::TeamPolicy<ExecutionSpace> policy(space, static_cast<int>(segments) * output_teams,
+                                                  team_size, vector_length);
+  Partials partials;
+  if (segments > 1)
+    partials = Partials(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::segments"), segments,
+        outputs);
+  auto launch = [&](auto width_constant) {
+    Kokkos::parallel_for(
+        MatrixLabels<Columns>::along_contiguous, policy,
+        ReduceAlongContiguous<Op, Access, Partials, Output, ExecutionSpace,
+                              decltype(width_constant)::value>{op, access, partials, output,
+                                                               segments, output_teams});
+  };
   // Packs when every output's run starts aligned and holds whole packs.
   if (pack > 1 && access.reduced_stride() == 1 && reduced % pack == 0 &&
       is_pack_aligned<pack>(access.matrix.data(), access.output_stride())) {
-    Kokkos::parallel_for(
-        label, policy,
-        ReduceAlongContiguous<Op, Access, Output, ExecutionSpace, pack>{op, access, output});
+    launch(std::integral_constant<int, pack>{});
   } else {
-    Kokkos::parallel_for(
-        label, policy,
-        ReduceAlongContiguous<Op, Access, Output, ExecutionSpace, 1>{op, access, output});
+    launch(std::integral_constant<int, 1>{});
   }
+  if (segments == 1) return;
+  Kokkos::parallel_for(MatrixLabels<Columns>::combine_segments,
+                       Kokkos::RangePolicy<ExecutionSpace>(space, 0, outputs),
+                       CombineSegments<Op, Partials, Output>{op, partials, output});
 }
 
 // Segments of the reduced dimension: enough to give every hardware thread
