@@ -192,8 +192,15 @@ struct ExactSumGrid {
   // The value the parts stand for: entry e of parts [parts][entries].
   template <class Parts>
   double value(const Parts& parts_of_all, std::int64_t entries, std::int64_t e) const {
+    double entry_parts[parts];
+    for (int l = 0; l < parts; ++l) entry_parts[l] = parts_of_all[l * entries + e];
+    return value_of(entry_parts);
+  }
+  // One entry's parts added, grid 0 first: the same bits on the host and a
+  // device.
+  KOKKOS_INLINE_FUNCTION double value_of(const double (&entry_parts)[parts]) const {
     double sum = 0;
-    for (int l = 0; l < parts; ++l) sum += parts_of_all[l * entries + e];
+    for (int l = 0; l < parts; ++l) sum += entry_parts[l];
     return sum / scale;
   }
 };

@@ -98,8 +98,13 @@ void gam_upload_penalties(const ExecutionSpace& space, const std::vector<Learner
                           std::int64_t block, GamModel& model, const Vector& inverse,
                           const Vector& reduction) {
   const std::int64_t learners = penalties.size();
-  auto inverse_host = Kokkos::create_mirror_view(inverse);
-  auto reduction_host = Kokkos::create_mirror_view(reduction);
+  // Every value is written below: the host copies skip their initialisation.
+  using HostCopy = Kokkos::View<typename Vector::non_const_value_type*, Kokkos::HostSpace>;
+  HostCopy inverse_host(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::inverse_host"),
+                        inverse.extent(0));
+  HostCopy reduction_host(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::reduction_host"),
+      reduction.extent(0));
   model.lambda.resize(learners);
   model.df.resize(learners);
   for (std::int64_t j = 0; j < learners; ++j) {
