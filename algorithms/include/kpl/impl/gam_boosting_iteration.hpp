@@ -133,7 +133,6 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   model.meshes = meshes_;
   const auto host_gram = gram_over_processes(run);
   const double cross_product_seconds = timer.seconds();
-  penalise(host_gram, model);
   // mboost: a user's offset is taken as it is; the family's (the weighted
   // mean response on the link scale) is computed afresh for every fit, the
   // resamples' included. Per-row offsets replace the family's.
@@ -142,11 +141,15 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
                  : model.row_offset ? 0.0
                                     : gam_offset(space_, y_, weights, options_.family, *group_);
   model.observations = total_rows_;
+  // f, u and (Gram mode) the first c need no lambda: on a GPU they are
+  // computed while the host searches for the lambdas.
+  begin_boosting(run);
+  const double penalties_begin = timer.seconds();
+  penalise(host_gram, model);
   if (timings) {
     timings->basis_seconds = basis_seconds_ + cross_product_seconds;
-    timings->penalty_seconds = timer.seconds() - cross_product_seconds;
+    timings->penalty_seconds = timer.seconds() - penalties_begin;
   }
-  begin_boosting(run);
   return run;
 }
 
