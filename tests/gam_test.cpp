@@ -751,6 +751,26 @@ std::vector<double> sample_gram(int k, int degree, int n, std::uint64_t seed) {
   return gram;
 }
 
+// R = M (G + 2 lambda K) M by plain triple loops, against the learner's R
+// within 1e-10 of R's largest entry.
+void expect_reduction_matches(const std::vector<double>& gram, const std::vector<double>& penalty,
+                              int k, const kpl::LearnerPenalty& learner) {
+  std::vector<double> left(k * k, 0.0), expected(k * k, 0.0);
+  for (int a = 0; a < k; ++a)
+    for (int b = 0; b < k; ++b)
+      for (int c = 0; c < k; ++c)
+        left[a * k + b] += learner.inverse[a * k + c] *
+                           (gram[c * k + b] + 2 * learner.lambda * penalty[c * k + b]);
+  double largest = 0;
+  for (int a = 0; a < k; ++a)
+    for (int b = 0; b < k; ++b) {
+      for (int c = 0; c < k; ++c) expected[a * k + b] += left[a * k + c] * learner.inverse[c * k + b];
+      largest = std::max(largest, std::abs(expected[a * k + b]));
+    }
+  for (int e = 0; e < k * k; ++e)
+    EXPECT_NEAR(learner.reduction[e], expected[e], 1e-10 * largest) << "entry " << e;
+}
+
 TEST(GamPenalty, LambdaFromDfRoundTrip) {
   for (auto definition : {kpl::DfDefinition::trace, kpl::DfDefinition::trace_2s_sts}) {
     for (int differences : {0, 1, 2, 3}) {
@@ -765,7 +785,7 @@ TEST(GamPenalty, LambdaFromDfRoundTrip) {
         EXPECT_GT(learner.lambda, 0);
         EXPECT_NEAR(kpl::degrees_of_freedom(eigenvalues, learner.lambda, definition), df, 1e-10)
             << "differences " << differences << " df " << df;
-        // M (G + lambda K) = I.
+        // M (G + lambda K) = I, and R = M (G + 2 lambda K) M.
         for (int a = 0; a < k; ++a)
           for (int b = 0; b < k; ++b) {
             double product = 0;
@@ -774,6 +794,7 @@ TEST(GamPenalty, LambdaFromDfRoundTrip) {
                          (gram[c * k + b] + learner.lambda * penalty[c * k + b]);
             EXPECT_NEAR(product, a == b ? 1.0 : 0.0, 1e-8);
           }
+        expect_reduction_matches(gram, penalty, k, learner);
       }
       // df = k: no penalty; below the null space: an error naming the learner.
       EXPECT_EQ(kpl::penalise_learner(gram, penalty, k, k, definition, "test").lambda, 0);
@@ -787,6 +808,18 @@ TEST(GamPenalty, LambdaFromDfRoundTrip) {
         }
       }
     }
+  }
+  {
+    // A penalty that is not banded: second differences plus u u^T, u dense.
+    const int k = 12;
+    const auto gram = sample_gram(k, 3, 300, 11);
+    auto penalty = kpl::difference_penalty(k, 2);
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b) penalty[a * k + b] += 0.01 * (1 + a % 3) * (1 + b % 3);
+    const auto learner = kpl::penalise_learner(gram, penalty, k, 4.0,
+                                               kpl::DfDefinition::trace_2s_sts, "dense K", 1);
+    EXPECT_GT(learner.lambda, 0);
+    expect_reduction_matches(gram, penalty, k, learner);
   }
   const auto gram = sample_gram(8, 3, 100, 1);
   const auto penalty = kpl::difference_penalty(8, 2);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -57,25 +58,6 @@ Matrix solve_lower(const Matrix& lower, const Matrix& b, int k) {
       x[i * k + column] = sum / lower[i * k + i];
     }
   return x;
-}
-
-Matrix multiply(const Matrix& a, const Matrix& b, int k, bool transpose_b = false) {
-  Matrix c(static_cast<std::size_t>(k) * k, 0.0);
-  for (int i = 0; i < k; ++i)
-    for (int p = 0; p < k; ++p) {
-      const double left = a[i * k + p];
-      if (left == 0) continue;
-      for (int j = 0; j < k; ++j)
-        c[i * k + j] += left * (transpose_b ? b[j * k + p] : b[p * k + j]);
-    }
-  return c;
-}
-
-Matrix transpose(const Matrix& a, int k) {
-  Matrix t(a.size());
-  for (int i = 0; i < k; ++i)
-    for (int j = 0; j < k; ++j) t[j * k + i] = a[i * k + j];
-  return t;
 }
 
 }  // namespace
@@ -287,8 +269,27 @@ Matrix pivoted_triangle_rows(Matrix a, int k, int columns) {
 // once one-sided Jacobi (Hestenes; Demmel & Veselic 1992) has rotated its
 // pairs of columns until every pair is orthogonal to `tolerance`: the
 // squared singular values.
+//
+// The pairs are visited in the round-robin ("parallel") ordering of Brent &
+// Luk (1985), whose sweeps converge as the row-cyclic one's do: each round
+// rotates disjoint pairs, so its inner products, rotation angles and updates
+// are independent of one another. In the row-cyclic ordering every pair waits
+// on the last one's column and on its rotation's chain of divisions and
+// square roots; here the processor overlaps a round's pairs. The ordering is
+// fixed, so the result has the same bits on every process and thread count.
 std::vector<double> jacobi_squared_norms(Matrix x, int length, int columns, double tolerance) {
   std::vector<double> squares(columns);
+  // Round-robin seats: seat 0 stays, the others move one place a round; a
+  // seat past the last column (columns odd) means its partner sits out.
+  const int seats = columns + columns % 2;
+  std::vector<int> seat(seats);
+  for (int i = 0; i < seats; ++i) seat[i] = i;
+  struct Pair {
+    int left, right;
+    double gamma;
+    JacobiRotation rotation;
+  };
+  std::vector<Pair> pairs(seats / 2);
   for (int sweep = 0;; ++sweep) {
     if (sweep == 60)
       throw std::runtime_error("kpl::demmler_reinsch_eigenvalues: Jacobi did not converge");
@@ -296,24 +297,40 @@ std::vector<double> jacobi_squared_norms(Matrix x, int length, int columns, doub
     for (int a = 0; a < columns; ++a)
       squares[a] = column_product(&x[a * length], &x[a * length], length);
     bool rotated = false;
-    for (int a = 0; a + 1 < columns; ++a)
-      for (int b = a + 1; b < columns; ++b) {
-        double* left = &x[a * length];
-        double* right = &x[b * length];
-        const double gamma = column_product(left, right, length);
-        const double alpha = squares[a], beta = squares[b];
+    for (int round = 0; round + 1 < seats; ++round) {
+      int count = 0;
+      for (int i = 0; i < seats / 2; ++i) {
+        const int a = seat[i], b = seat[seats - 1 - i];
+        if (a < columns && b < columns) pairs[count++] = {std::min(a, b), std::max(a, b), 0, {}};
+      }
+      for (int q = 0; q < count; ++q)
+        pairs[q].gamma =
+            column_product(&x[pairs[q].left * length], &x[pairs[q].right * length], length);
+      int rotations = 0;
+      for (int q = 0; q < count; ++q) {
+        const double alpha = squares[pairs[q].left], beta = squares[pairs[q].right];
+        const double gamma = pairs[q].gamma;
         if (alpha == 0 || beta == 0 || std::fabs(gamma) <= tolerance * std::sqrt(alpha * beta))
           continue;
-        rotated = true;
-        const auto [c, s, t] = jacobi_rotation(alpha, beta, gamma);
+        const JacobiRotation rotation = jacobi_rotation(alpha, beta, gamma);
+        squares[pairs[q].left] = alpha - rotation.t * gamma;
+        squares[pairs[q].right] = beta + rotation.t * gamma;
+        pairs[rotations] = pairs[q];
+        pairs[rotations++].rotation = rotation;
+      }
+      for (int q = 0; q < rotations; ++q) {
+        double* left = &x[pairs[q].left * length];
+        double* right = &x[pairs[q].right * length];
+        const double c = pairs[q].rotation.c, s = pairs[q].rotation.s;
         for (int i = 0; i < length; ++i) {
           const double u = left[i], v = right[i];
           left[i] = c * u - s * v;
           right[i] = s * u + c * v;
         }
-        squares[a] = alpha - t * gamma;
-        squares[b] = beta + t * gamma;
       }
+      rotated = rotated || rotations > 0;
+      std::rotate(seat.begin() + 1, seat.end() - 1, seat.end());
+    }
     if (!rotated) break;
   }
   return squares;
@@ -408,8 +425,12 @@ double lambda_for_df(const std::vector<double>& eigenvalues, double target_df,
   return 0.5 * (low + high);
 }
 
-// M = (G + lambda K)^-1 through its Cholesky factor (M = L^-T L^-1), and
-// R = M (G + 2 lambda K) M.
+// M = (G + lambda K)^-1 through its Cholesky factor, M = L^-T L^-1, and
+// R = M (G + 2 lambda K) M = M + lambda M K M (since M (G + lambda K) = I).
+// Both are symmetric: each entry is formed once and mirrored. L^-1 is lower
+// triangular, so M's (i, j) sums from row max(i, j) of it; K is banded (a
+// difference penalty: the order's width on each side), so M K costs k^2
+// times the band, not k^3.
 void smoother_matrices(const Matrix& gram, const Matrix& penalty, int k, const std::string& learner,
                        LearnerPenalty& result) {
   const std::size_t size = static_cast<std::size_t>(k) * k;
@@ -422,10 +443,33 @@ void smoother_matrices(const Matrix& gram, const Matrix& penalty, int k, const s
         "): the covariate has too few distinct values for " + std::to_string(k) +
         " basis functions; lower the basis size or df");
   const Matrix inverse_lower = invert_lower(lower, k);
-  result.inverse = multiply(transpose(inverse_lower, k), inverse_lower, k);
-  Matrix doubled_penalty(gram);
-  for (std::size_t i = 0; i < size; ++i) doubled_penalty[i] += 2 * result.lambda * penalty[i];
-  result.reduction = multiply(multiply(result.inverse, doubled_penalty, k), result.inverse, k);
+  Matrix& inverse = result.inverse;
+  inverse.assign(size, 0.0);
+  for (int i = 0; i < k; ++i)
+    for (int j = i; j < k; ++j) {
+      double sum = 0;
+      for (int p = j; p < k; ++p) sum += inverse_lower[p * k + i] * inverse_lower[p * k + j];
+      inverse[i * k + j] = inverse[j * k + i] = sum;
+    }
+  int band = 0;
+  for (int p = 0; p < k; ++p)
+    for (int q = 0; q < k; ++q)
+      if (penalty[p * k + q] != 0) band = std::max(band, std::abs(p - q));
+  Matrix inverse_penalty(size, 0.0);  // M K
+  for (int i = 0; i < k; ++i)
+    for (int q = 0; q < k; ++q) {
+      double sum = 0;
+      for (int p = std::max(0, q - band); p <= std::min(k - 1, q + band); ++p)
+        sum += inverse[i * k + p] * penalty[p * k + q];
+      inverse_penalty[i * k + q] = sum;
+    }
+  Matrix& reduction = result.reduction;
+  reduction.assign(size, 0.0);
+  for (int i = 0; i < k; ++i)
+    for (int j = i; j < k; ++j) {
+      const double shrinkage = column_product(&inverse_penalty[i * k], &inverse[j * k], k);
+      reduction[i * k + j] = reduction[j * k + i] = inverse[i * k + j] + result.lambda * shrinkage;
+    }
 }
 
 }  // namespace
