@@ -33,24 +33,20 @@ auto with_file_context(const std::string& path, Function&& function) {
   }
 }
 
+// X as read, in the fit's precision, moved to the fit's memory.
 template <class T>
-Kokkos::View<T**, Kokkos::LayoutRight, Memory> to_device(const hdf5::HostArray<double, 2>& host) {
+Kokkos::View<T**, Kokkos::LayoutRight, Memory> to_device(const hdf5::HostArray<T, 2>& host) {
   using Device = Kokkos::View<T**, Kokkos::LayoutRight, Memory>;
   // On host backends the rows as read are already what the fit takes: a copy
   // would cost a second X and the page faults of its first touch.
-  if constexpr (std::is_same_v<Device, hdf5::HostArray<double, 2>>) return host;
-  Device device(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::X"), host.extent(0),
-      host.extent(1));
-  if constexpr (std::is_same_v<T, double>) {
-    Kokkos::deep_copy(device, host);
+  if constexpr (std::is_same_v<Device, hdf5::HostArray<T, 2>>) {
+    return host;
   } else {
-    auto mirror = Kokkos::create_mirror_view(device);
-    for (std::size_t i = 0; i < host.extent(0); ++i)
-      for (std::size_t j = 0; j < host.extent(1); ++j) mirror(i, j) = T(host(i, j));
-    Kokkos::deep_copy(device, mirror);
+    Device device(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::X"),
+                  host.extent(0), host.extent(1));
+    Kokkos::deep_copy(device, host);
+    return device;
   }
-  return device;
 }
 
 // What the fit requires of /X, /y: finite values; an empty X is read, and
@@ -84,7 +80,9 @@ Kokkos::View<T**, Kokkos::LayoutRight, Memory> read_X(const hdf5::InputFile& inp
     input.read_rows_to(Space(), "/X", block.first, X, requirements, x_block_bytes);
     return X;
   } else {
-    return to_device<T>(input.read_rows<double, 2>("/X", block.first, block.count, requirements));
+    // In float, the reader refuses a value beyond float's range (or one it
+    // would flush to zero that matters) and names it.
+    return to_device<T>(input.read_rows<T, 2>("/X", block.first, block.count, requirements));
   }
 }
 
@@ -393,7 +391,7 @@ RowBlock plan_fit(const ProcessGroup& group, const hdf5::InputFile& input,
   needs.host_bytes =
       (options.single_precision ? x_read_to_device<float>() : x_read_to_device<double>())
           ? checked_sum({staging, bytes("/y", 16)})
-          : checked_sum({bytes("/X", sizeof(double)), bytes("/X", element), bytes("/y", 16)});
+          : checked_sum({bytes("/X", element), bytes("/y", 16)});
   needs.device_bytes =
       checked_sum({bytes("/X", element), bytes("/y", element),
                    gam_device_bytes(block.count, p, resolved, element, gam_resamples(options))});
@@ -509,6 +507,10 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
   hdf5::HostArray<double, 1> y;
   agreed(group, [&] {
     y = input->read_rows<double, 1>("/y", block.first, block.count, gam_read_requirements());
+    // A float fit converts y: the reader refuses (and names) a response
+    // beyond float's range, which would otherwise become infinite.
+    if (options.single_precision)
+      input->read_rows<float, 1>("/y", block.first, block.count, gam_read_requirements());
   });
   GamRowInputs inputs;
   if (!options.weights.empty())

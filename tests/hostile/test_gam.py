@@ -182,3 +182,21 @@ def test_basis_choices_record_the_basis_used_and_agree(run, h5, tmp_path, gam_da
     check(run("gam", "fit", "--input", "in.h5", "--output", "x.h5", "--basis", "matrix-free"), 1,
           r"--basis")
     assert_no_output(tmp_path / "x.h5")
+
+
+@pytest.mark.parametrize("dataset,at", [("X", (123, 2)), ("y", (7,))])
+def test_float_fit_refuses_values_beyond_float(run, h5, tmp_path, gam_data, dataset, at):
+    """A finite double beyond float's range is named (file, dataset, index) in a float fit,
+    not reported as a non-finite value after it became infinite; a double fit takes it."""
+    data = {"X": gam_data["X"].copy(), "y": gam_data["y"].copy()}
+    data[dataset][at] = 1e39
+    h5("in.h5", **data)
+    res = run("gam", "fit", "--input", "in.h5", "--output", "model.h5", "--precision", "float",
+              "--mstop", "5")
+    where = r"\[" + r", ".join(str(i) for i in at) + r"\]"
+    check(res, 2, r"kpl: bad input: '?in\.h5'?: dataset /" + dataset + r" holds 1e\+39 at "
+          + where + r", beyond the range of float")
+    assert_no_output(tmp_path / "model.h5")
+    if dataset == "y":
+        res = run("gam", "fit", "--input", "in.h5", "--output", "model.h5", "--mstop", "5")
+        check(res, 0, r"wrote")
