@@ -464,7 +464,55 @@ void check_matrix_shapes() {
   }
 }
 
+// The contiguous kernel with its reduced dimension cut into a given number
+// of segments (the automatic choice cuts only where the outputs are too few
+// to fill the device, which two CPU threads never are): the columns of a
+// column-major matrix, against the operation applied in order on the host.
+template <class ExecutionSpace, class T, class Op>
+void check_columns_in_segments(std::int64_t rows, std::int64_t columns, const Op& op) {
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  using Matrix = Kokkos::View<T**, Kokkos::LayoutLeft, MemorySpace>;
+  using value_type = typename Op::value_type;
+  const auto values = random_values<T>(rows * columns, 7 * rows + columns);
+  Matrix matrix("matrix", rows, columns);
+  auto host_matrix = Kokkos::create_mirror_view(matrix);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < columns; ++j) host_matrix(i, j) = values[i * columns + j];
+  Kokkos::deep_copy(matrix, host_matrix);
+  for (std::int64_t segments : {1, 2, 3, 7, 64}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(columns) + ", " +
+                 std::to_string(segments) + " segments");
+    Kokkos::View<value_type*, MemorySpace> result("columns", columns);
+    kpl::impl::reduce_along_contiguous_in_segments<true>(
+        ExecutionSpace(), kpl::impl::Oriented<Matrix, true>{matrix}, op, result, segments);
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, result);
+    for (std::int64_t j = 0; j < columns; ++j) {
+      double sum = 0, scale = 0;
+      value_type folded = op.identity();
+      for (std::int64_t i = 0; i < rows; ++i) {
+        sum += double(host_matrix(i, j));
+        scale += std::abs(double(host_matrix(i, j)));
+        op.combine(folded, op.lift(host_matrix(i, j), i));
+      }
+      if constexpr (std::is_same_v<Op, kpl::Sum<T>>) {
+        EXPECT_LE(std::abs(double(host(j)) - sum), 1e-12 * scale) << "column " << j;
+      } else {
+        EXPECT_EQ(host(j), folded) << "column " << j;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+KPL_EXECUTION_SPACE_TEST(Reduce, ColumnsInSegmentsOfTheContiguousDimension) {
+  for (const auto& [rows, columns] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {100003, 3}, {4096, 2}, {1000, 1}, {64, 5}}) {
+    check_columns_in_segments<TypeParam, double>(rows, columns, kpl::Sum<double>{});
+    check_columns_in_segments<TypeParam, float>(rows, columns, kpl::Max<float>{});
+    check_columns_in_segments<TypeParam, std::int32_t>(rows, columns, kpl::Min<std::int32_t>{});
+  }
+}
 
 KPL_EXECUTION_SPACE_TEST(Reduce, RowsAndColumnsOfRowMajorMatrices) {
   check_matrix_shapes<TypeParam, Kokkos::LayoutRight>();

@@ -60,31 +60,35 @@ KOKKOS_INLINE_FUNCTION typename Op::value_type fold_pack(const Op& op, const Pac
   return value;
 }
 
-// Reduced dimension contiguous in memory: one thread per output and
-// segment, its vector lanes over the segment's contiguous elements
-// (coalesced on GPUs), Width elements per lane and load (see pack.hpp). One
-// segment writes the output; several write partials(segment, o), combined
-// in segment order by CombineSegments.
-template <class Op, class Access, class Partials, class Output, class ExecutionSpace, int Width>
+// Reduced dimension contiguous in memory: one thread per output (and
+// segment, when Segmented), its vector lanes over the contiguous elements
+// (coalesced on GPUs), Width elements per lane and load (see pack.hpp).
+// Unsegmented, a thread writes its output; segmented, it writes
+// partials(segment, o), which CombineSegments adds in segment order.
+template <class Op, class Access, class Partials, class Output, class ExecutionSpace, int Width,
+          bool Segmented>
 struct ReduceAlongContiguous {
   using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   Op op;
   Access access;
-  Partials partials;  // one segment: unused
+  Partials partials;  // unsegmented: unused
   Output output;
   std::int64_t segments;
   int output_teams;  // teams per segment
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
-    const std::int64_t segment = member.league_rank() / output_teams;
-    const std::int64_t o = std::int64_t(member.league_rank() % output_teams) * member.team_size() +
-                           member.team_rank();
+    std::int64_t segment = 0, team = member.league_rank();
+    if constexpr (Segmented) {
+      segment = team / output_teams;
+      team -= segment * output_teams;
+    }
+    const std::int64_t o = team * member.team_size() + member.team_rank();
     // Threads past the last output still take part (with nothing to reduce):
     // the vector lanes of a warp shuffle together.
     const bool active = o < access.outputs();
     const std::int64_t all_groups = access.reduced() / Width;
-    const std::int64_t first = all_groups * segment / segments;
-    const int groups =
-        active ? static_cast<int>(all_groups * (segment + 1) / segments - first) : 0;
+    const std::int64_t first = Segmented ? all_groups * segment / segments : 0;
+    const std::int64_t last = Segmented ? all_groups * (segment + 1) / segments : all_groups;
+    const int groups = active ? static_cast<int>(last - first) : 0;
     typename Op::value_type value;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(member, groups),
@@ -95,10 +99,10 @@ struct ReduceAlongContiguous {
         OpReducer<Op>(op, value));
     if (!active) return;
     Kokkos::single(Kokkos::PerThread(member), [&]() {
-      if (segments == 1) {
-        output(o) = value;
-      } else {
+      if constexpr (Segmented) {
         partials(segment, o) = value;
+      } else {
+        output(o) = value;
       }
     });
   }
@@ -196,40 +200,48 @@ struct MatrixLabels {
 };
 
 // Segments of the contiguous reduced dimension for `lanes_per_output`
-// lanes on each output: one where the outputs fill the device; otherwise as
-// many as fill it, each at least `shortest` elements long. A few outputs of
-// many elements (the GAM's covariate ranges: p columns of n rows) would
-// otherwise run on a few warps of the whole GPU.
+// lanes on each output: one unless the outputs' lanes would fill under an
+// eighth of the device (a few outputs of many elements: the GAM's covariate
+// ranges, p columns of n rows, ran on a few warps of a GPU); then as many as
+// fill it once, each at least `shortest` elements long. (Where the outputs
+// fill a good part of the device, the partials' second pass costs more than
+// the extra lanes gain.)
 template <class ExecutionSpace>
 std::int64_t contiguous_segments(const ExecutionSpace& space, std::int64_t outputs,
                                  std::int64_t reduced, int lanes_per_output,
                                  std::int64_t shortest) {
   const std::int64_t lanes = outputs * lanes_per_output;
+  if (8 * lanes >= space.concurrency()) return 1;
   const std::int64_t to_fill = (space.concurrency() + lanes - 1) / lanes;
   return std::max<std::int64_t>(1, std::min(to_fill, reduced / shortest));
 }
 
-// The reduced dimension contiguous (or of length <= 1).
+// The lanes of each output's reduction: a warp's worth on GPUs (fewer for
+// short rows), one on CPUs.
+template <class ExecutionSpace, class Access>
+int contiguous_vector_length(const Access& access) {
+  int vector_length = 1;
+  if constexpr (!runs_on_host_v<ExecutionSpace>) {
+    constexpr int pack = pack_elements<typename Access::value_type>();
+    while (vector_length < 32 && vector_length * pack < access.reduced()) vector_length *= 2;
+  }
+  return vector_length;
+}
+
+// The reduced dimension contiguous (or of length <= 1), in `segments`
+// segments (public so that a test can run several on CPU threads too).
 template <bool Columns, class ExecutionSpace, class Access, class Op, class Output>
-void reduce_along_contiguous(const ExecutionSpace& space, const Access& access, const Op& op,
-                             const Output& output) {
+void reduce_along_contiguous_in_segments(const ExecutionSpace& space, const Access& access,
+                                         const Op& op, const Output& output,
+                                         std::int64_t segments) {
   constexpr bool host = runs_on_host_v<ExecutionSpace>;
-  using Input = typename Access::value_type;
   using Partials = Kokkos::View<typename Op::value_type**, Kokkos::LayoutRight,
                                 typename ExecutionSpace::memory_space>;
-  constexpr int pack = host ? 1 : pack_elements<Input>();
+  constexpr int pack = host ? 1 : pack_elements<typename Access::value_type>();
   const std::int64_t outputs = access.outputs();
-  const std::int64_t reduced = access.reduced();
-  int vector_length = 1;
-  if constexpr (!host) {
-    while (vector_length < 32 && vector_length * pack < reduced) vector_length *= 2;
-  }
+  const int vector_length = contiguous_vector_length<ExecutionSpace>(access);
   const int team_size = host ? 1 : 256 / vector_length;
   const auto output_teams = static_cast<int>((outputs + team_size - 1) / team_size);
-  // A segment gives each lane at least 16 loads on GPUs, a thread 4096
-  // elements on CPUs.
-  const std::int64_t segments = contiguous_segments(
-      space, outputs, reduced, vector_length, host ? 4096 : std::int64_t(vector_length) * pack * 16);
   const Kokkos::TeamPolicy<ExecutionSpace> policy(space, static_cast<int>(segments) * output_teams,
                                                   team_size, vector_length);
   Partials partials;
@@ -237,24 +249,44 @@ void reduce_along_contiguous(const ExecutionSpace& space, const Access& access, 
     partials = Partials(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::segments"), segments,
         outputs);
-  auto launch = [&](auto width_constant) {
+  auto launch = [&](auto width_constant, auto segmented_constant) {
     Kokkos::parallel_for(
         MatrixLabels<Columns>::along_contiguous, policy,
         ReduceAlongContiguous<Op, Access, Partials, Output, ExecutionSpace,
-                              decltype(width_constant)::value>{op, access, partials, output,
-                                                               segments, output_teams});
+                              decltype(width_constant)::value,
+                              decltype(segmented_constant)::value>{op, access, partials, output,
+                                                                   segments, output_teams});
+  };
+  auto launch_width = [&](auto width_constant) {
+    segments > 1 ? launch(width_constant, std::true_type{})
+                 : launch(width_constant, std::false_type{});
   };
   // Packs when every output's run starts aligned and holds whole packs.
-  if (pack > 1 && access.reduced_stride() == 1 && reduced % pack == 0 &&
+  if (pack > 1 && access.reduced_stride() == 1 && access.reduced() % pack == 0 &&
       is_pack_aligned<pack>(access.matrix.data(), access.output_stride())) {
-    launch(std::integral_constant<int, pack>{});
+    launch_width(std::integral_constant<int, pack>{});
   } else {
-    launch(std::integral_constant<int, 1>{});
+    launch_width(std::integral_constant<int, 1>{});
   }
   if (segments == 1) return;
   Kokkos::parallel_for(MatrixLabels<Columns>::combine_segments,
                        Kokkos::RangePolicy<ExecutionSpace>(space, 0, outputs),
                        CombineSegments<Op, Partials, Output>{op, partials, output});
+}
+
+// The reduced dimension contiguous: segments where the outputs are few. A
+// segment gives each lane at least 16 loads on GPUs, a thread 4096 elements
+// on CPUs.
+template <bool Columns, class ExecutionSpace, class Access, class Op, class Output>
+void reduce_along_contiguous(const ExecutionSpace& space, const Access& access, const Op& op,
+                             const Output& output) {
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
+  const int vector_length = contiguous_vector_length<ExecutionSpace>(access);
+  const std::int64_t shortest =
+      host ? 4096 : std::int64_t(vector_length) * pack_elements<typename Access::value_type>() * 16;
+  reduce_along_contiguous_in_segments<Columns>(
+      space, access, op, output,
+      contiguous_segments(space, access.outputs(), access.reduced(), vector_length, shortest));
 }
 
 // Segments of the reduced dimension: enough to give every hardware thread
