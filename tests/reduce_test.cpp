@@ -384,17 +384,52 @@ TEST(ReduceOptions, AtomicsAreRefusedForOperationsWithoutThem) {
 
 namespace {
 
+// A rows x columns matrix of random_values and its host mirror.
+template <class Matrix>
+std::pair<Matrix, typename Matrix::HostMirror> random_matrix(std::int64_t rows,
+                                                             std::int64_t columns,
+                                                             std::uint64_t seed) {
+  const auto values = random_values<typename Matrix::value_type>(rows * columns, seed);
+  Matrix matrix("matrix", rows, columns);
+  auto host_matrix = Kokkos::create_mirror_view(matrix);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < columns; ++j) host_matrix(i, j) = values[i * columns + j];
+  Kokkos::deep_copy(matrix, host_matrix);
+  return {matrix, host_matrix};
+}
+
+// Reference: the same operation applied in order on the host to each of
+// `outputs` runs of `reduced` elements (element(o, k)); sums in double,
+// compared within 1e-12 of the sum of magnitudes, other operations exactly.
+template <class T, class Op, class Result, class Element>
+void expect_reduced(const Op& op, const Result& result, std::int64_t outputs, std::int64_t reduced,
+                    const Element& element, const std::string& what) {
+  for (std::int64_t o = 0; o < outputs; ++o) {
+    double sum = 0, scale = 0;
+    typename Op::value_type folded = op.identity();
+    for (std::int64_t k = 0; k < reduced; ++k) {
+      sum += double(element(o, k));
+      scale += std::abs(double(element(o, k)));
+      op.combine(folded, op.lift(element(o, k), k));
+    }
+    if constexpr (std::is_same_v<Op, kpl::Sum<T>>) {
+      EXPECT_LE(std::abs(double(result(o)) - sum), 1e-12 * scale) << what << " " << o;
+    } else {
+      EXPECT_EQ(result(o), folded) << what << " " << o;
+    }
+  }
+}
+
 template <class ExecutionSpace, class Layout, class T, class Op>
 void check_rows_and_columns(std::int64_t rows, std::int64_t columns, const Op& op) {
   using MemorySpace = typename ExecutionSpace::memory_space;
   using value_type = typename Op::value_type;
   const ExecutionSpace space;
-  const auto values = random_values<T>(rows * columns, 31 * rows + columns);
-  Kokkos::View<T**, Layout, MemorySpace> matrix("matrix", rows, columns);
-  auto host_matrix = Kokkos::create_mirror_view(matrix);
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < columns; ++j) host_matrix(i, j) = values[i * columns + j];
-  Kokkos::deep_copy(matrix, host_matrix);
+  // Not a structured binding: lambdas below capture host_matrix (C++20).
+  const auto made =
+      random_matrix<Kokkos::View<T**, Layout, MemorySpace>>(rows, columns, 31 * rows + columns);
+  const auto& matrix = made.first;
+  const auto& host_matrix = made.second;
 
   Kokkos::View<value_type*, MemorySpace> row_result("rows", rows);
   Kokkos::View<value_type*, MemorySpace> column_result("columns", columns);
@@ -403,31 +438,12 @@ void check_rows_and_columns(std::int64_t rows, std::int64_t columns, const Op& o
   const auto row_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, row_result);
   const auto column_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, column_result);
 
-  // Reference: the same operation applied in order on the host; sums in
-  // double, compared within 1e-12 of the sum of magnitudes.
-  const auto check = [&](const auto& result, std::int64_t outputs, std::int64_t reduced,
-                         auto element, const char* what) {
-    for (std::int64_t o = 0; o < outputs; ++o) {
-      double sum = 0, scale = 0;
-      value_type folded = op.identity();
-      for (std::int64_t k = 0; k < reduced; ++k) {
-        sum += double(element(o, k));
-        scale += std::abs(double(element(o, k)));
-        op.combine(folded, op.lift(element(o, k), k));
-      }
-      if constexpr (std::is_same_v<Op, kpl::Sum<T>>) {
-        EXPECT_LE(std::abs(double(result(o)) - sum), 1e-12 * scale) << what << " " << o;
-      } else {
-        EXPECT_EQ(result(o), folded) << what << " " << o;
-      }
-    }
-  };
-  check(
-      row_host, rows, columns, [&](std::int64_t i, std::int64_t j) { return host_matrix(i, j); },
-      "row");
-  check(
-      column_host, columns, rows, [&](std::int64_t j, std::int64_t i) { return host_matrix(i, j); },
-      "column");
+  expect_reduced<T>(
+      op, row_host, rows, columns,
+      [&](std::int64_t i, std::int64_t j) { return host_matrix(i, j); }, "row");
+  expect_reduced<T>(
+      op, column_host, columns, rows,
+      [&](std::int64_t j, std::int64_t i) { return host_matrix(i, j); }, "column");
 }
 
 template <class ExecutionSpace, class Layout>
@@ -473,12 +489,9 @@ void check_columns_in_segments(std::int64_t rows, std::int64_t columns, const Op
   using MemorySpace = typename ExecutionSpace::memory_space;
   using Matrix = Kokkos::View<T**, Kokkos::LayoutLeft, MemorySpace>;
   using value_type = typename Op::value_type;
-  const auto values = random_values<T>(rows * columns, 7 * rows + columns);
-  Matrix matrix("matrix", rows, columns);
-  auto host_matrix = Kokkos::create_mirror_view(matrix);
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < columns; ++j) host_matrix(i, j) = values[i * columns + j];
-  Kokkos::deep_copy(matrix, host_matrix);
+  const auto made = random_matrix<Matrix>(rows, columns, 7 * rows + columns);
+  const auto& matrix = made.first;
+  const auto& host_matrix = made.second;
   for (std::int64_t segments : {1, 2, 3, 7, 64}) {
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(columns) + ", " +
                  std::to_string(segments) + " segments");
@@ -486,20 +499,9 @@ void check_columns_in_segments(std::int64_t rows, std::int64_t columns, const Op
     kpl::impl::reduce_along_contiguous_in_segments<true>(
         ExecutionSpace(), kpl::impl::Oriented<Matrix, true>{matrix}, op, result, segments);
     const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, result);
-    for (std::int64_t j = 0; j < columns; ++j) {
-      double sum = 0, scale = 0;
-      value_type folded = op.identity();
-      for (std::int64_t i = 0; i < rows; ++i) {
-        sum += double(host_matrix(i, j));
-        scale += std::abs(double(host_matrix(i, j)));
-        op.combine(folded, op.lift(host_matrix(i, j), i));
-      }
-      if constexpr (std::is_same_v<Op, kpl::Sum<T>>) {
-        EXPECT_LE(std::abs(double(host(j)) - sum), 1e-12 * scale) << "column " << j;
-      } else {
-        EXPECT_EQ(host(j), folded) << "column " << j;
-      }
-    }
+    expect_reduced<T>(
+        op, host, columns, rows, [&](std::int64_t j, std::int64_t i) { return host_matrix(i, j); },
+        "column");
   }
 }
 
