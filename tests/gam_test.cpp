@@ -764,7 +764,8 @@ void expect_reduction_matches(const std::vector<double>& gram, const std::vector
   double largest = 0;
   for (int a = 0; a < k; ++a)
     for (int b = 0; b < k; ++b) {
-      for (int c = 0; c < k; ++c) expected[a * k + b] += left[a * k + c] * learner.inverse[c * k + b];
+      for (int c = 0; c < k; ++c)
+        expected[a * k + b] += left[a * k + c] * learner.inverse[c * k + b];
       largest = std::max(largest, std::abs(expected[a * k + b]));
     }
   for (int e = 0; e < k * k; ++e)
@@ -816,8 +817,8 @@ TEST(GamPenalty, LambdaFromDfRoundTrip) {
     auto penalty = kpl::difference_penalty(k, 2);
     for (int a = 0; a < k; ++a)
       for (int b = 0; b < k; ++b) penalty[a * k + b] += 0.01 * (1 + a % 3) * (1 + b % 3);
-    const auto learner = kpl::penalise_learner(gram, penalty, k, 4.0,
-                                               kpl::DfDefinition::trace_2s_sts, "dense K", 1);
+    const auto learner =
+        kpl::penalise_learner(gram, penalty, k, 4.0, kpl::DfDefinition::trace_2s_sts, "dense K", 1);
     EXPECT_GT(learner.lambda, 0);
     expect_reduction_matches(gram, penalty, k, learner);
   }

@@ -42,8 +42,8 @@ Kokkos::View<T**, Kokkos::LayoutRight, Memory> to_device(const hdf5::HostArray<T
   if constexpr (std::is_same_v<Device, hdf5::HostArray<T, 2>>) {
     return host;
   } else {
-    Device device(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::X"),
-                  host.extent(0), host.extent(1));
+    Device device(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::X"), host.extent(0),
+                  host.extent(1));
     Kokkos::deep_copy(device, host);
     return device;
   }

@@ -246,16 +246,15 @@ void reduce_along_contiguous_in_segments(const ExecutionSpace& space, const Acce
                                                   team_size, vector_length);
   Partials partials;
   if (segments > 1)
-    partials = Partials(
-        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::segments"), segments,
-        outputs);
+    partials =
+        Partials(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "kpl::reduce::segments"),
+                 segments, outputs);
   auto launch = [&](auto width_constant, auto segmented_constant) {
     Kokkos::parallel_for(
         MatrixLabels<Columns>::along_contiguous, policy,
         ReduceAlongContiguous<Op, Access, Partials, Output, ExecutionSpace,
-                              decltype(width_constant)::value,
-                              decltype(segmented_constant)::value>{op, access, partials, output,
-                                                                   segments, output_teams});
+                              decltype(width_constant)::value, decltype(segmented_constant)::value>{
+            op, access, partials, output, segments, output_teams});
   };
   auto launch_width = [&](auto width_constant) {
     segments > 1 ? launch(width_constant, std::true_type{})
