@@ -96,6 +96,18 @@ Kokkos::View<T*, Memory> to_device(const hdf5::HostArray<double, 1>& host) {
   return device;
 }
 
+// This process's /y as a float fit takes it, held in double (exactly): the
+// reader refuses (and names) a response beyond float's range, which the
+// conversion would otherwise make infinite.
+hdf5::HostArray<double, 1> read_y_in_float(const hdf5::InputFile& input, RowBlock block) {
+  const auto in_float =
+      input.read_rows<float, 1>("/y", block.first, block.count, gam_read_requirements());
+  hdf5::HostArray<double, 1> y(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::y"),
+                               in_float.extent(0));
+  for (std::size_t i = 0; i < in_float.extent(0); ++i) y(i) = in_float(i);
+  return y;
+}
+
 std::string penalty_name(int differences) { return differences == 0 ? "ridge" : "pspline"; }
 
 // A fit whose risk or coefficients stopped being finite (a Poisson mean
@@ -506,11 +518,9 @@ GamFitSummary fit_gam_file(const ProcessGroup& group, const std::string& input_p
 
   hdf5::HostArray<double, 1> y;
   agreed(group, [&] {
-    y = input->read_rows<double, 1>("/y", block.first, block.count, gam_read_requirements());
-    // A float fit converts y: the reader refuses (and names) a response
-    // beyond float's range, which would otherwise become infinite.
-    if (options.single_precision)
-      input->read_rows<float, 1>("/y", block.first, block.count, gam_read_requirements());
+    y = options.single_precision
+            ? read_y_in_float(*input, block)
+            : input->read_rows<double, 1>("/y", block.first, block.count, gam_read_requirements());
   });
   GamRowInputs inputs;
   if (!options.weights.empty())
