@@ -98,13 +98,19 @@ void gam_upload_penalties(const ExecutionSpace& space, const std::vector<Learner
                           std::int64_t block, GamModel& model, const Vector& inverse,
                           const Vector& reduction) {
   const std::int64_t learners = penalties.size();
-  // Every value is written below: the host copies skip their initialisation.
-  using HostCopy = Kokkos::View<typename Vector::non_const_value_type*, Kokkos::HostSpace>;
-  HostCopy inverse_host(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::inverse_host"),
-                        inverse.extent(0));
-  HostCopy reduction_host(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::reduction_host"),
-      reduction.extent(0));
+  // Host memory is written in place; a device's gets a host copy, not
+  // initialised, as every value is written below.
+  const auto host_copy = [](const Vector& values, const char* label) {
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                             typename Vector::memory_space>::accessible) {
+      return values;
+    } else {
+      return Kokkos::View<typename Vector::non_const_value_type*, Kokkos::HostSpace>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, label), values.extent(0));
+    }
+  };
+  const auto inverse_host = host_copy(inverse, "kpl::gam::inverse_host");
+  const auto reduction_host = host_copy(reduction, "kpl::gam::reduction_host");
   model.lambda.resize(learners);
   model.df.resize(learners);
   for (std::int64_t j = 0; j < learners; ++j) {
