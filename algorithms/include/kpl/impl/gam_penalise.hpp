@@ -100,7 +100,7 @@ void gam_upload_penalties(const ExecutionSpace& space, const std::vector<Learner
   const std::int64_t learners = penalties.size();
   // Host memory is written in place; a device's gets a host copy, not
   // initialised, as every value is written below.
-  const auto host_copy = [](const Vector& values, const char* label) {
+  const auto host_copy = [](const Vector& values, const std::string& label) {
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                              typename Vector::memory_space>::accessible) {
       return values;
