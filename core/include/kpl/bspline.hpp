@@ -145,6 +145,13 @@ KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double
     interval = static_cast<int>(position);  // position >= 0: truncation is floor
     if (interval > intervals - 1) interval = intervals - 1;
     local = position - interval;
+    // In range, the common case, a cubic row has no extension: its values
+    // formed here without the extension's terms, which a GPU would otherwise
+    // issue for every row (predicated off) in kernels bound by issuing.
+    if (degree == 3) {
+      cubic_bspline_values(local, 0.0, values);
+      return interval;
+    }
   }
   if (degree == 3) {
     cubic_bspline_values(local, beyond, values);
