@@ -77,6 +77,60 @@ struct EvaluatedTransposeProductInRowOrder {
   }
 };
 
+// A thread's column of sums in team scratch: entry a at a * stride doubles
+// from its first (the team's columns interleaved, see below).
+struct GenericColumn {
+  double* first;
+  int stride;
+  KOKKOS_INLINE_FUNCTION double load(int a) const { return first[a * stride]; }
+  KOKKOS_INLINE_FUNCTION void store(int a, double value) const { first[a * stride] = value; }
+};
+
+// The same in shared memory with a compile-time stride, read and written on
+// GPUs by its 32-bit shared-memory address (LDS and STS, each entry's
+// offset an immediate). Through the generic pointer Kokkos' scratch gives,
+// the compiler cannot tell that the memory is shared: each access was a
+// generic load or store after a 64-bit address computation, in a kernel
+// bound by issuing instructions.
+template <int Stride>
+struct SharedColumn {
+  double* first;
+  unsigned address = 0;
+
+  KOKKOS_INLINE_FUNCTION explicit SharedColumn(double* first_) : first(first_) {
+#if defined(__CUDA_ARCH__)
+    address = static_cast<unsigned>(__cvta_generic_to_shared(first));
+#endif
+  }
+
+  // Volatile, both: the compiler keeps them in program order, so a load
+  // never passes the store before it to the same sum.
+  KOKKOS_INLINE_FUNCTION double load(int a) const {
+#if defined(__CUDA_ARCH__)
+    double value;
+    asm volatile("ld.shared.f64 %0, [%1];"
+                 : "=d"(value)
+                 : "r"(address + 8u * unsigned(a * Stride)));
+    return value;
+#else
+    return first[a * Stride];
+#endif
+  }
+
+  KOKKOS_INLINE_FUNCTION void store(int a, double value) const {
+#if defined(__CUDA_ARCH__)
+    asm volatile("st.shared.f64 [%0], %1;" ::"r"(address + 8u * unsigned(a * Stride)), "d"(value)
+                 : "memory");
+#else
+    first[a * Stride] = value;
+#endif
+  }
+};
+
+// Threads per GPU team where k allows it (evaluated_team_size): the
+// columns' stride, a compile-time constant in the kernel's fast path.
+inline constexpr int evaluated_gpu_team_size = 64;
+
 // GPU: a team takes one chunk of rows and a group of consecutive blocks. For
 // each block, every thread evaluates its rows (consecutive threads,
 // consecutive rows: coalesced reads of x) and adds their terms, in row
@@ -114,43 +168,61 @@ struct EvaluatedTransposeProductByColumns {
   // then stored, so that their shared-memory latencies overlap (written as
   // load-add-store per sum, the compiler keeps the four round trips in
   // order, as it cannot tell that the addresses differ).
-  KOKKOS_INLINE_FUNCTION void add_row(int first, const double* row, double weight, double* column,
-                                      std::int64_t stride) const {
+  template <class Column>
+  KOKKOS_INLINE_FUNCTION void add_row(int first, const double* row, double weight,
+                                      const Column& column) const {
     constexpr int max_width = bspline_max_degree + 1;
     const int width = bspline_degree_value(degree) + 1;
-    double* target = column + first * stride;
     double sums[max_width];
-    for (int q = 0; q < width; ++q) sums[q] = target[q * stride];
-    for (int q = 0; q < width; ++q) target[q * stride] = sums[q] + double(T(row[q])) * weight;
+    for (int q = 0; q < width; ++q) sums[q] = column.load(first + q);
+    for (int q = 0; q < width; ++q) column.store(first + q, sums[q] + double(T(row[q])) * weight);
+  }
+
+  // One row: its values evaluated from x, times weight, added.
+  template <class Column>
+  KOKKOS_INLINE_FUNCTION void add_chunk_row(const BsplineMesh& mesh, double x, double weight,
+                                            const Column& column) const {
+    double values[bspline_max_degree + 1];
+    const int first = bspline_row_of_degree(mesh, x, values, degree);
+    add_row(first, values, weight, column);
   }
 
   // Thread t's terms of block j over rows begin + t, begin + t + T, ..., in
   // that order, four rows at a time: their covariates and weights are loaded
   // before the first is evaluated, so that four loads from memory are in
   // flight instead of one (the kernel waits on memory latency, not on
-  // bandwidth; a row past the end loads the first row's values again
-  // and adds nothing). Eight rows ahead, or two rows evaluated at a time,
-  // need registers that cost more occupancy than the overlap gains.
+  // bandwidth). Eight rows ahead, or two rows evaluated at a time, need
+  // registers that cost more occupancy than the overlap gains. The rows of
+  // a last incomplete group of four come one at a time. Rows are counted
+  // from the chunk's first in 32 bits: the kernel is bound by issuing
+  // instructions, and 64-bit indices take two for each addition.
   static constexpr int rows_in_flight = 4;
+  template <class Column>
   KOKKOS_INLINE_FUNCTION void add_rows(std::int64_t j, int thread, int threads, std::int64_t begin,
-                                       std::int64_t end, double* column,
-                                       std::int64_t stride) const {
+                                       std::int64_t end, const Column& column) const {
     const BsplineMesh mesh = meshes(j);
-    for (int a = 0; a < k; ++a) column[a * stride] = 0;
-    for (std::int64_t i = begin + thread; i < end; i += rows_in_flight * threads) {
-      double x[rows_in_flight], weight[rows_in_flight];
+    for (int a = 0; a < k; ++a) column.store(a, 0);
+    const double* x = &covariates(j, begin);
+    const int rows_here = static_cast<int>(end - begin), step = rows_in_flight * threads;
+    const int whole_groups_end = rows_here / step * step;
+    int i = thread;
+    for (; i < whole_groups_end; i += step) {
+      double covariate[rows_in_flight], weight[rows_in_flight];
       for (int r = 0; r < rows_in_flight; ++r) {
-        const std::int64_t row = i + r * std::int64_t(threads) < end ? i + r * threads : i;
-        x[r] = covariates(j, row);
-        weight[r] = u(row);
+        covariate[r] = x[i + r * threads];
+        weight[r] = u_of(begin, i + r * threads);
       }
-      for (int r = 0; r < rows_in_flight; ++r) {
-        if (i + r * std::int64_t(threads) >= end) break;
-        double values[bspline_max_degree + 1];
-        const int first = bspline_row_of_degree(mesh, x[r], values, degree);
-        add_row(first, values, weight[r], column, stride);
-      }
+      for (int r = 0; r < rows_in_flight; ++r) add_chunk_row(mesh, covariate[r], weight[r], column);
     }
+    for (; i < rows_here; i += threads) add_chunk_row(mesh, x[i], u_of(begin, i), column);
+  }
+
+  // u(begin + offset), through a pointer where u is contiguous.
+  KOKKOS_INLINE_FUNCTION double u_of(std::int64_t begin, int offset) const {
+    if constexpr (std::is_same_v<typename UView::array_layout, Kokkos::LayoutStride>)
+      return double(u(begin + offset));
+    else
+      return double(u.data()[begin + offset]);
   }
 
   // Entry a of the team's columns added up over its T threads, by all
@@ -196,7 +268,11 @@ struct EvaluatedTransposeProductByColumns {
     const std::int64_t stride = column_stride(threads);
     Scratch sums(member.team_scratch(level), k * stride);
     for (std::int64_t j = first_block; j < last_block; ++j) {
-      add_rows(j, thread, threads, begin, end, sums.data() + thread, stride);
+      if (level == 0 && stride == evaluated_gpu_team_size)
+        add_rows(j, thread, threads, begin, end,
+                 SharedColumn<evaluated_gpu_team_size>(sums.data() + thread));
+      else
+        add_rows(j, thread, threads, begin, end, GenericColumn{sums.data() + thread, int(stride)});
       member.team_barrier();
       add_up_columns(member, sums.data(), stride, j, chunk);
       member.team_barrier();  // the columns are zeroed for the next block
@@ -213,11 +289,20 @@ inline std::int64_t evaluated_blocks_per_team(std::int64_t blocks, std::int64_t 
   return (blocks + groups - 1) / groups;
 }
 
+// The GPU teams' launch bounds: at most evaluated_gpu_team_size threads,
+// and registers for 12 teams a multiprocessor. Left to itself the compiler
+// gave each thread registers for 8 teams of 64 (a quarter of the threads a
+// multiprocessor holds), and the kernel waits on latency: it needs the
+// teams more than the registers.
+using EvaluatedLaunchBounds = Kokkos::LaunchBounds<evaluated_gpu_team_size, 12>;
+
 // Threads per GPU team: k sums per thread in shared memory, at most 32 KiB
-// (so that several teams share a multiprocessor), at least one warp.
+// (so that several teams share a multiprocessor), at least one warp, at
+// most evaluated_gpu_team_size (teams of 128 and 256 threads, where k = 32
+// and 16 allowed them, were slower on the H200).
 inline int evaluated_team_size(int k) {
   const int fitting = 4096 / k / 32 * 32;
-  return std::max(32, std::min(256, fitting));
+  return std::max(32, std::min(evaluated_gpu_team_size, fitting));
 }
 
 // The GPU strategy with `team_size` threads per team and `blocks_per_team`
@@ -229,9 +314,11 @@ void evaluated_transpose_product_by_columns(const ExecutionSpace& space, const B
                                             std::int64_t blocks_per_team) {
   using T = typename Basis::value_type;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  using BoundedPolicy = Kokkos::TeamPolicy<ExecutionSpace, EvaluatedLaunchBounds>;
   const int k = basis.basis_size;
   const std::int64_t blocks = basis.blocks();
-  const std::int64_t groups = (blocks + blocks_per_team - 1) / blocks_per_team;
+  const int teams =
+      static_cast<int>((blocks + blocks_per_team - 1) / blocks_per_team * output.chunks);
   with_bspline_degree(basis.degree, [&](auto degree) {
     using Functor = EvaluatedTransposeProductByColumns<ExecutionSpace, T, decltype(degree),
                                                        decltype(basis.covariates),
@@ -240,11 +327,18 @@ void evaluated_transpose_product_by_columns(const ExecutionSpace& space, const B
         Functor::Scratch::shmem_size(std::int64_t(k) * Functor::column_stride(team_size));
     // In shared memory while the sums fit, else in the slower level-1 scratch.
     const int level = bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
-    Kokkos::parallel_for("kpl::evaluated_basis::transpose_product",
-                         Policy(space, static_cast<int>(groups * output.chunks), team_size)
-                             .set_scratch_size(level, Kokkos::PerTeam(bytes)),
-                         Functor{basis.covariates, basis.meshes, u, output, basis.rows(),
-                                 rows_per_team, blocks, blocks_per_team, k, level, degree});
+    const Functor functor{basis.covariates, basis.meshes,    u, output, basis.rows(), rows_per_team,
+                          blocks,           blocks_per_team, k, level,  degree};
+    // The launch bounds where the teams' scratch lets that many teams share
+    // a multiprocessor (larger k: the scratch bounds them anyway).
+    const auto bounded =
+        BoundedPolicy(space, teams, team_size).set_scratch_size(level, Kokkos::PerTeam(bytes));
+    if (team_size <= bounded.team_size_max(functor, Kokkos::ParallelForTag()))
+      Kokkos::parallel_for("kpl::evaluated_basis::transpose_product", bounded, functor);
+    else
+      Kokkos::parallel_for(
+          "kpl::evaluated_basis::transpose_product",
+          Policy(space, teams, team_size).set_scratch_size(level, Kokkos::PerTeam(bytes)), functor);
   });
 }
 
@@ -266,8 +360,9 @@ void evaluated_transpose_product_in_row_order(const ExecutionSpace& space, const
 }
 
 // Rows per GPU team: enough that a team's set-up (zeroing and adding up its
-// columns) is small against its rows.
-inline constexpr std::int64_t evaluated_gpu_rows_per_team = 4096;
+// columns) is small against its rows; 8192 rather than 4096 since the teams
+// have 64 threads.
+inline constexpr std::int64_t evaluated_gpu_rows_per_team = 8192;
 
 // c = B^T u: chunks sized for the execution space, each summed by the
 // space's strategy, then added in order. workspace: a CompactProductWorkspace.
