@@ -1652,6 +1652,76 @@ void check_non_finite_never_selected() {
 }
 KPL_EXECUTION_SPACE_TEST(Gam, NanScoreNeverWins) { check_non_finite_never_selected<TypeParam>(); }
 
+// Direct mode's selection and step in one kernel (impl/gam_take_step.hpp),
+// by the space's own team size and by teams of 2 threads: the least score
+// wins (a NaN never, ties to the lowest index), step = nu M_s c_s against
+// plain host sums, coefficients_s += step and no other learner's moved;
+// and the same bits as gam_select and gam_take_step launched in turn.
+template <class Space>
+void check_select_and_take_step() {
+  using Memory = typename Space::memory_space;
+  const int p = 5, k = 6, s = 2;
+  const double nu = 0.1;
+  std::mt19937_64 generator(11);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  HostVector host_scores("scores", p), host_inverse("M", p * k * k), host_c("c", p * k),
+      host_start("coefficients", p * k);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double scores[p] = {0.5, nan, -2, 3, -2};
+  for (int j = 0; j < p; ++j) host_scores(j) = scores[j];
+  for (int e = 0; e < p * k * k; ++e) host_inverse(e) = uniform(generator);
+  for (int e = 0; e < p * k; ++e) {
+    host_c(e) = uniform(generator);
+    host_start(e) = uniform(generator);
+  }
+  std::vector<double> expected_step(k);
+  for (int a = 0; a < k; ++a) {
+    double sum = 0;
+    for (int b = 0; b < k; ++b) sum += host_inverse((s * k + a) * k + b) * host_c(s * k + b);
+    expected_step[a] = nu * sum;
+  }
+  const auto run = [&](bool fused, int team_size) {
+    const auto scores_view = on_device<Space>(host_scores);
+    const auto inverse = on_device<Space>(host_inverse);
+    const auto c = on_device<Space>(host_c);
+    Kokkos::View<double*, Memory> coefficients("coefficients", p * k), step("step", k);
+    Kokkos::deep_copy(coefficients, host_start);  // a copy: the kernels change it
+    Kokkos::View<int*, Memory> selected("selected", 3);
+    Kokkos::View<int, Memory> current("current");
+    if (fused) {
+      kpl::impl::gam_select_and_take_step(Space(), p, scores_view, selected, 1, current, k, nu,
+                                          inverse, c, step, coefficients, team_size);
+    } else {
+      kpl::impl::gam_select(Space(), p, scores_view, selected, 1, current, team_size);
+      kpl::impl::gam_take_step(Space(), k, nu, current, inverse, c, step, coefficients);
+    }
+    const auto host_selected = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), selected);
+    int chosen = -1;
+    Kokkos::deep_copy(chosen, current);
+    std::vector<double> out(k + p * k);
+    Kokkos::deep_copy(Kokkos::View<double*, Kokkos::HostSpace>(out.data(), k), step);
+    Kokkos::deep_copy(Kokkos::View<double*, Kokkos::HostSpace>(out.data() + k, p * k),
+                      coefficients);
+    EXPECT_EQ(host_selected(1), s);
+    EXPECT_EQ(chosen, s);
+    return out;
+  };
+  for (int team_size : {0, std::min(2, Space().concurrency())}) {
+    SCOPED_TRACE("team size " + std::to_string(team_size));
+    const auto fused = run(true, team_size);
+    for (int a = 0; a < k; ++a) {
+      EXPECT_NEAR(fused[a], expected_step[a], 1e-15) << "step " << a;
+      EXPECT_NEAR(fused[k + s * k + a], host_start(s * k + a) + expected_step[a], 1e-15);
+    }
+    for (int e = 0; e < p * k; ++e)
+      if (e / k != s) EXPECT_EQ(fused[k + e], host_start(e)) << "coefficient " << e;
+    EXPECT_EQ(fused, run(false, team_size)) << "the two kernels in turn";
+  }
+}
+KPL_EXECUTION_SPACE_TEST(Gam, SelectAndTakeStepInOneKernel) {
+  check_select_and_take_step<TypeParam>();
+}
+
 KPL_EXECUTION_SPACE_TEST(Gam, KnotSpacingMustBeANormalNumber) {
   using Space = TypeParam;
   const std::int64_t n = 60;

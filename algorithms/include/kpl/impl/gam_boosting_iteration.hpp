@@ -298,11 +298,12 @@ void GamBooster<ExecutionSpace, T>::iterate(Run& run, int m) {
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
   gam_scores(space_, learners_, k_, c_, reduction_, scores_);
-  gam_select(space_, learners_, scores_, run.selected, m, current_);
   if (options_.basis == GamBasis::dense) {
+    gam_select(space_, learners_, scores_, run.selected, m, current_);
     iterate_dense(run, m);
   } else {
-    gam_take_step(space_, k_, options_.nu, current_, inverse_, c_, step_, run.coefficients);
+    gam_select_and_take_step(space_, learners_, scores_, run.selected, m, current_, k_, options_.nu,
+                             inverse_, c_, step_, run.coefficients);
     gam_update_rows(space_, basis_, true, current_, step_, GamFamilyFunctions{options_.family},
                     ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, m + 1);
   }
