@@ -90,8 +90,7 @@ struct GenericColumn {
 // GPUs by its 32-bit shared-memory address (LDS and STS, each entry's
 // offset an immediate). Through the generic pointer Kokkos' scratch gives,
 // the compiler cannot tell that the memory is shared: each access was a
-// generic load or store after a 64-bit address computation, in a kernel
-// bound by issuing instructions.
+// generic load or store after a 64-bit address computation.
 template <int Stride>
 struct SharedColumn {
   double* first;
@@ -180,8 +179,8 @@ struct EvaluatedTransposeProductByColumns {
 
   // One row: its values evaluated from x, times weight, added.
   template <class Column>
-  KOKKOS_INLINE_FUNCTION void add_chunk_row(const BsplineMesh& mesh, double x, double weight,
-                                            const Column& column) const {
+  KOKKOS_INLINE_FUNCTION void evaluate_and_add_row(const BsplineMesh& mesh, double x, double weight,
+                                                   const Column& column) const {
     double values[bspline_max_degree + 1];
     const int first = bspline_row_of_degree(mesh, x, values, degree);
     add_row(first, values, weight, column);
@@ -194,8 +193,8 @@ struct EvaluatedTransposeProductByColumns {
   // bandwidth). Eight rows ahead, or two rows evaluated at a time, need
   // registers that cost more occupancy than the overlap gains. The rows of
   // a last incomplete group of four come one at a time. Rows are counted
-  // from the chunk's first in 32 bits: the kernel is bound by issuing
-  // instructions, and 64-bit indices take two for each addition.
+  // from the chunk's first in 32 bits: 64-bit indices take two instructions
+  // for each addition.
   static constexpr int rows_in_flight = 4;
   template <class Column>
   KOKKOS_INLINE_FUNCTION void add_rows(std::int64_t j, int thread, int threads, std::int64_t begin,
@@ -212,9 +211,10 @@ struct EvaluatedTransposeProductByColumns {
         covariate[r] = x[i + r * threads];
         weight[r] = u_of(begin, i + r * threads);
       }
-      for (int r = 0; r < rows_in_flight; ++r) add_chunk_row(mesh, covariate[r], weight[r], column);
+      for (int r = 0; r < rows_in_flight; ++r)
+        evaluate_and_add_row(mesh, covariate[r], weight[r], column);
     }
-    for (; i < rows_here; i += threads) add_chunk_row(mesh, x[i], u_of(begin, i), column);
+    for (; i < rows_here; i += threads) evaluate_and_add_row(mesh, x[i], u_of(begin, i), column);
   }
 
   // u(begin + offset), through a pointer where u is contiguous.
