@@ -75,12 +75,17 @@ struct GamSelect {
   CurrentView current;
   std::int64_t learners, iteration;
 
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const { record_best(member); }
+
+  // The best learner, recorded as selected(iteration) and current(), and
+  // returned to every thread of the team.
+  KOKKOS_INLINE_FUNCTION int record_best(const Member& member) const {
     const int best = best_learner(member);
     Kokkos::single(Kokkos::PerTeam(member), [&] {
       selected(iteration) = best;
       current() = best;
     });
+    return best;
   }
 
   // argmin_j scores(j), known to every thread of the team.

@@ -64,12 +64,7 @@ struct GamSelectAndTakeStep {
   TakeStep take_step;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    const int best = select.best_learner(member);
-    Kokkos::single(Kokkos::PerTeam(member), [&] {
-      select.selected(select.iteration) = best;
-      select.current() = best;
-    });
-    take_step.take(member, best);
+    take_step.take(member, select.record_best(member));
   }
 };
 
