@@ -162,38 +162,6 @@ std::vector<double> symmetric_eigenvalues(std::vector<double> a, int k) {
 
 namespace {
 
-// F (k x rank, row-major, k columns allocated) with F F^T = K for the
-// positive semidefinite K, by Cholesky with diagonal pivoting (Higham,
-// Accuracy and Stability, §10.3), stopping where the largest remaining
-// diagonal falls below k eps of the largest one. Returns the rank.
-int semidefinite_factor(const Matrix& penalty, int k, Matrix& factor) {
-  Matrix remaining(penalty);
-  factor.assign(static_cast<std::size_t>(k) * k, 0.0);
-  std::vector<int> order(k);
-  for (int i = 0; i < k; ++i) order[i] = i;
-  double largest = 0;
-  for (int i = 0; i < k; ++i) largest = std::max(largest, penalty[i * k + i]);
-  const double floor = k * std::numeric_limits<double>::epsilon() * largest;
-  int rank = 0;
-  for (; rank < k; ++rank) {
-    int pivot = rank;
-    for (int i = rank + 1; i < k; ++i)
-      if (remaining[order[i] * k + order[i]] > remaining[order[pivot] * k + order[pivot]])
-        pivot = i;
-    std::swap(order[rank], order[pivot]);
-    const int p = order[rank];
-    const double diagonal = remaining[p * k + p];
-    if (!(diagonal > floor)) break;
-    const double root = std::sqrt(diagonal);
-    for (int i = rank; i < k; ++i) factor[order[i] * k + rank] = remaining[order[i] * k + p] / root;
-    for (int i = rank + 1; i < k; ++i)
-      for (int j = rank + 1; j < k; ++j)
-        remaining[order[i] * k + order[j]] -=
-            factor[order[i] * k + rank] * factor[order[j] * k + rank];
-  }
-  return rank;
-}
-
 // The inner product of two columns of length k, in four interleaved partial
 // sums (a fixed order: the same bits on any process and thread count) so
 // that the additions do not wait on one another.
@@ -360,6 +328,34 @@ std::vector<double> squared_singular_values(const Matrix& w, int k, int columns)
 }
 
 }  // namespace
+
+int semidefinite_factor(const std::vector<double>& penalty, int k, std::vector<double>& factor) {
+  Matrix remaining(penalty);
+  factor.assign(static_cast<std::size_t>(k) * k, 0.0);
+  std::vector<int> order(k);
+  for (int i = 0; i < k; ++i) order[i] = i;
+  double largest = 0;
+  for (int i = 0; i < k; ++i) largest = std::max(largest, penalty[i * k + i]);
+  const double floor = k * std::numeric_limits<double>::epsilon() * largest;
+  int rank = 0;
+  for (; rank < k; ++rank) {
+    int pivot = rank;
+    for (int i = rank + 1; i < k; ++i)
+      if (remaining[order[i] * k + order[i]] > remaining[order[pivot] * k + order[pivot]])
+        pivot = i;
+    std::swap(order[rank], order[pivot]);
+    const int p = order[rank];
+    const double diagonal = remaining[p * k + p];
+    if (!(diagonal > floor)) break;
+    const double root = std::sqrt(diagonal);
+    for (int i = rank; i < k; ++i) factor[order[i] * k + rank] = remaining[order[i] * k + p] / root;
+    for (int i = rank + 1; i < k; ++i)
+      for (int j = rank + 1; j < k; ++j)
+        remaining[order[i] * k + order[j]] -=
+            factor[order[i] * k + rank] * factor[order[j] * k + rank];
+  }
+  return rank;
+}
 
 std::vector<double> demmler_reinsch_eigenvalues(const std::vector<double>& gram,
                                                 const std::vector<double>& penalty, int k) {

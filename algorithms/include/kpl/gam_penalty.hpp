@@ -2,7 +2,8 @@
 // smoothing parameter from degrees of freedom (Sieminski & Lee 2023,
 // Appendix A, Algorithm 1; mboost's df2lambda) and the matrices each boosting
 // iteration needs. Host code in double: one k x k problem per learner, done
-// once per fit.
+// once per fit (a fit on a GPU runs the same steps there, one team per
+// learner: kpl/impl/gam_penalise_on_device.hpp).
 //
 // With G = B^T W B (k x k) and the penalty K, a learner's fit to u is
 // gamma = (G + lambda K)^-1 B^T W u = M c, and its smoother S = B M B^T W.
@@ -34,6 +35,12 @@ inline std::string to_string(DfDefinition definition) {
 // descending), as mboost's df2lambda computes them. G and K: row-major k x k.
 std::vector<double> demmler_reinsch_eigenvalues(const std::vector<double>& gram,
                                                 const std::vector<double>& penalty, int k);
+
+// F (k x k, row-major; the columns from the returned rank on are zero) with
+// F F^T = K for the positive semidefinite K, by Cholesky with diagonal
+// pivoting (Higham, Accuracy and Stability, §10.3), stopping where the
+// largest remaining diagonal falls below k eps of the largest one.
+int semidefinite_factor(const std::vector<double>& penalty, int k, std::vector<double>& factor);
 
 double degrees_of_freedom(const std::vector<double>& eigenvalues, double lambda,
                           DfDefinition definition);
