@@ -12,6 +12,7 @@
 #include <kpl/impl/gam_family.hpp>
 #include <kpl/impl/gam_options.hpp>
 #include <kpl/impl/gam_penalise.hpp>
+#include <kpl/impl/gam_penalise_on_device.hpp>
 #include <kpl/impl/gam_processes.hpp>
 #include <kpl/impl/gam_risk.hpp>
 #include <kpl/impl/gam_setup.hpp>
@@ -190,7 +191,7 @@ class GamBooster {
     row_offset_ = copy;
   }
   void add_offsets(double offset);
-  Kokkos::View<double*, Kokkos::HostSpace> gram_over_processes(Run& run);
+  void gram_over_processes(Run& run);
   void allocate_run(Run& run);
   void begin_boosting(Run& run);
   void iterate(Run& run, int m);
@@ -256,10 +257,9 @@ class GamBooster {
     gam_expand_basis(space_, basis_, dense_);
   }
 
-  // lambda_j, M_j and R_j from the host copy of B_j^T W B_j.
-  template <class HostGram>
-  void penalise(const HostGram& host_gram, GamModel& model) {
-    const auto penalties = gam_learner_penalties(host_gram, options_, learners_);
+  // lambda_j, M_j and R_j from gram (B_j^T W B_j, [p k k]): on a GPU where
+  // gram is, on the host's threads where memory is the host's.
+  void penalise(const Vector& gram, GamModel& model) {
     const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
     agreed(*group_, [&] {
       if (inverse_.extent(0) == static_cast<std::size_t>(learners_ * block)) return;
@@ -270,6 +270,15 @@ class GamBooster {
           Vector(Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::reduction"),
                  learners_ * block);
     });
+    if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible) {
+      if (gam_penalties_fit_the_device(options_)) {
+        gam_penalise_on_device(space_, gram, options_, inverse_, reduction_, model);
+        return;
+      }
+    }
+    space_.fence();  // gram's kernels, before the host reads it
+    const auto host_gram = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gram);
+    const auto penalties = gam_learner_penalties(host_gram, options_, learners_);
     gam_upload_penalties(space_, penalties, block, model, inverse_, reduction_);
   }
 

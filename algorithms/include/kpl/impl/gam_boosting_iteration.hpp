@@ -131,7 +131,7 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   model.covariates = learners_;
   model.observations = rows_;
   model.meshes = meshes_;
-  const auto host_gram = gram_over_processes(run);
+  gram_over_processes(run);
   const double cross_product_seconds = timer.seconds();
   // mboost: a user's offset is taken as it is; the family's (the weighted
   // mean response on the link scale) is computed afresh for every fit, the
@@ -145,7 +145,7 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   // computed while the host searches for the lambdas.
   begin_boosting(run);
   const double penalties_begin = timer.seconds();
-  penalise(host_gram, model);
+  penalise(run.gram, model);
   if (timings) {
     timings->basis_seconds = basis_seconds_ + cross_product_seconds;
     timings->penalty_seconds = timer.seconds() - penalties_begin;
@@ -153,14 +153,12 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   return run;
 }
 
-// B_j^T W B_j summed over the group's rows, on the host and in run.gram: in
-// exact parts (kpl::cross_product_parts) added across processes, so that it
-// has the same bits on any number of processes. lambda's search amplifies a
-// last-bit difference in it far beyond the 1e-12 agreement that the model
-// promises across processes (kpl/gam_penalty.hpp).
+// B_j^T W B_j summed over the group's rows, in run.gram: in exact parts (kpl::cross_product_parts)
+// added across processes, so that it has the same bits on any number of processes. lambda's search
+// amplifies a last-bit difference in it far beyond the 1e-12 agreement that the model promises
+// across processes (kpl/gam_penalty.hpp).
 template <class ExecutionSpace, class T>
-Kokkos::View<double*, Kokkos::HostSpace> GamBooster<ExecutionSpace, T>::gram_over_processes(
-    Run& run) {
+void GamBooster<ExecutionSpace, T>::gram_over_processes(Run& run) {
   const std::int64_t entries = learners_ * k_ * k_;
   Vector parts;
   agreed(*group_, [&] {  // an allocation may fail on one process alone
@@ -176,22 +174,19 @@ Kokkos::View<double*, Kokkos::HostSpace> GamBooster<ExecutionSpace, T>::gram_ove
   const auto grid =
       ExactSumGrid::covering(CrossProductBounds{largest[0], largest[1]}.term(), total_rows_);
   kpl::cross_product_parts(space_, basis_, run.weights, -1, grid, parts);
-  Kokkos::View<double*, Kokkos::HostSpace> host_gram(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::gram_host"), entries);
   if (group_->is_single()) {
-    // G formed where the parts are: a third of the bytes cross to the host.
+    // G formed where the parts are: nothing crosses to the host.
     Kokkos::parallel_for("kpl::gam::gram_from_parts",
                          Kokkos::RangePolicy<ExecutionSpace>(space_, 0, entries),
                          GramFromExactParts<Vector, Vector>{grid, parts, run.gram, entries});
-    Kokkos::deep_copy(space_, host_gram, run.gram);
-    space_.fence();
-    return host_gram;
+    return;
   }
   auto host_parts = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), parts);
   group_->sum(host_parts.data(), static_cast<std::int64_t>(host_parts.size()));
+  Kokkos::View<double*, Kokkos::HostSpace> host_gram(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpl::gam::gram_host"), entries);
   for (std::int64_t e = 0; e < entries; ++e) host_gram(e) = grid.value(host_parts, entries, e);
-  Kokkos::deep_copy(space_, run.gram, host_gram);  // the Gram mode's step reads it there
-  return host_gram;
+  Kokkos::deep_copy(space_, run.gram, host_gram);
 }
 
 // f at the offset, u and the risk there; in Gram mode the first c.

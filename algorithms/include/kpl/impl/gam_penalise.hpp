@@ -1,12 +1,14 @@
 // The GAM's penalties (kpl/gam.hpp, kpl/gam_penalty.hpp): lambda_j from the
 // df, and M_j, R_j, for every learner from its B_j^T W B_j, on the host's
-// threads (plain ones where Kokkos' host space is Serial). Part of
-// kpl/gam.hpp, included after its types.
+// threads (plain ones where Kokkos' host space is Serial), or on a GPU by
+// kpl/impl/gam_penalise_on_device.hpp with the host taking the learners it
+// leaves. Part of kpl/gam.hpp, included after its types.
 #pragma once
 
 #include <kpl/bspline.hpp>
 #include <kpl/error.hpp>
 #include <kpl/gam_penalty.hpp>
+#include <kpl/impl/gam_penalise_on_device.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -16,6 +18,8 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #ifdef __linux__
@@ -124,6 +128,75 @@ void gam_upload_penalties(const ExecutionSpace& space, const std::vector<Learner
   Kokkos::deep_copy(space, inverse, inverse_host);
   Kokkos::deep_copy(space, reduction, reduction_host);
   space.fence();
+}
+
+// Whether the device's teams can search for the options' df at all; the
+// host's search says what is wrong with any other.
+inline bool gam_penalties_fit_the_device(const GamOptions& options) {
+  return options.df > 0 && options.df <= options.basis_size && options.df > options.differences;
+}
+
+// lambda_j, df_j, M_j and R_j by the device's teams from gram ([p k k]
+// where the fit runs); each learner they leave (gam_penalise_on_device.hpp)
+// by penalise_learner on the host, which throws kpl::input_error for the
+// first of them, in learner order, that no lambda suits.
+template <class ExecutionSpace, class Vector>
+void gam_penalise_on_device(const ExecutionSpace& space, const Vector& gram,
+                            const GamOptions& options, const Vector& inverse,
+                            const Vector& reduction, GamModel& model) {
+  using Memory = typename Vector::memory_space;
+  const int k = options.basis_size;
+  const std::int64_t block = static_cast<std::int64_t>(k) * k;
+  const std::int64_t learners = gram.extent(0) / block;
+  const auto uninitialised = [&](const char* label) {
+    return Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string(label));
+  };
+  GamPenaltyOutputs<Memory> outputs;
+  outputs.lambda = Kokkos::View<double*, Memory>(uninitialised("kpl::gam::lambda"), learners);
+  outputs.df = Kokkos::View<double*, Memory>(uninitialised("kpl::gam::df"), learners);
+  outputs.status = Kokkos::View<int*, Memory>(uninitialised("kpl::gam::penalty_status"), learners);
+  outputs.inverse = inverse;
+  outputs.reduction = reduction;
+  const auto inputs = gam_penalty_inputs(k, options.differences, options.df, options.df_definition);
+  gam_penalties_on_device(space, inputs, gram, outputs);
+  model.lambda.resize(learners);
+  model.df.resize(learners);
+  std::vector<int> status(learners);
+  const auto to_host = [&](auto* host, const auto& device) {
+    using Value = typename std::decay_t<decltype(device)>::non_const_value_type;
+    Kokkos::deep_copy(
+        space, Kokkos::View<Value*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(host, learners),
+        device);
+  };
+  to_host(model.lambda.data(), outputs.lambda);
+  to_host(model.df.data(), outputs.df);
+  to_host(status.data(), outputs.status);
+  space.fence();
+  for (std::int64_t j = 0; j < learners; ++j) {
+    if (status[j] == gam_penalty_done) continue;
+    const auto range = std::make_pair(j * block, (j + 1) * block);
+    std::vector<double> gram_j(block);
+    Kokkos::deep_copy(
+        space,
+        Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(gram_j.data(), block),
+        Kokkos::subview(gram, range));
+    space.fence();
+    LearnerPenalty penalty;
+    try {
+      penalty = penalise_learner(gram_j, inputs.penalty, k, options.df, options.df_definition,
+                                 "covariate " + std::to_string(j), options.differences);
+    } catch (const std::exception& error) {
+      throw input_error(std::string("kpl::fit_gam: ") + error.what());
+    }
+    model.lambda[j] = penalty.lambda;
+    model.df[j] = penalty.df;
+    using Unmanaged = Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+    Kokkos::deep_copy(space, Kokkos::subview(inverse, range),
+                      Unmanaged(penalty.inverse.data(), block));
+    Kokkos::deep_copy(space, Kokkos::subview(reduction, range),
+                      Unmanaged(penalty.reduction.data(), block));
+    space.fence();
+  }
 }
 
 }  // namespace impl
