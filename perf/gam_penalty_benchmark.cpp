@@ -143,7 +143,7 @@ void BM_PenaliseLearner(benchmark::State& state) {
 BENCHMARK(BM_PenaliseLearner)->ArgName("k")->Arg(24)->Arg(32)->Unit(benchmark::kMicrosecond);
 
 // Every learner's penalty in a fit of p learners of k = 32 (the GPU fits'
-// benchmarks' shape), on the host's threads as a fit computes them
+// benchmarks' shape), on the host's threads as a fit on CPUs computes them
 // (impl::gam_learner_penalties: the fits' `lambda_s` without the offset and
 // the copy of M and R to the device). `threads`: the host's.
 void BM_LearnerPenalties(benchmark::State& state) {
@@ -166,5 +166,42 @@ void BM_LearnerPenalties(benchmark::State& state) {
                                      : kpl::impl::gam_usable_cpus());
 }
 BENCHMARK(BM_LearnerPenalties)->ArgName("p")->Arg(100)->Unit(benchmark::kMicrosecond);
+
+// The same p learners by one team each (kpl/impl/gam_penalise_on_device.hpp)
+// on the default execution space: on a GPU, what a fit runs instead of the
+// host's search, from G in device memory to M and R there.
+void BM_LearnerPenaltiesByTeams(benchmark::State& state) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Memory = Space::memory_space;
+  constexpr int k = 32;
+  const std::int64_t learners = state.range(0), block = std::int64_t(k) * k;
+  const Problem problem = make_problem(k);
+  Kokkos::View<double*, Kokkos::HostSpace> host_gram("gram", learners * block);
+  for (std::int64_t j = 0; j < learners; ++j)
+    std::copy(problem.gram.begin(), problem.gram.end(), host_gram.data() + j * block);
+  const auto gram = Kokkos::create_mirror_view_and_copy(Memory(), host_gram);
+  kpl::impl::GamPenaltyOutputs<Memory> outputs;
+  outputs.lambda = Kokkos::View<double*, Memory>("lambda", learners);
+  outputs.df = Kokkos::View<double*, Memory>("df", learners);
+  outputs.status = Kokkos::View<int*, Memory>("status", learners);
+  outputs.inverse = Kokkos::View<double*, Memory>("inverse", learners * block);
+  outputs.reduction = Kokkos::View<double*, Memory>("reduction", learners * block);
+  const kpl::GamOptions options;
+  const auto inputs =
+      kpl::impl::gam_penalty_inputs(k, options.differences, options.df, options.df_definition);
+  const Space space;
+  for (auto _ : state) {
+    kpl::impl::gam_penalties_on_device(space, inputs, gram, outputs);
+    space.fence();
+  }
+  const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), outputs.status);
+  state.counters["left_to_the_host"] =
+      double(std::count(status.data(), status.data() + learners, 1));
+}
+BENCHMARK(BM_LearnerPenaltiesByTeams)
+    ->ArgName("p")
+    ->Arg(100)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
