@@ -97,7 +97,10 @@ struct GamModel {
 
 struct GamTimings {
   double basis_seconds = 0;      // knots, compact (and dense) basis, B_j^T B_j
-  double penalty_seconds = 0;    // lambda search, M_j, R_j, their upload
+  // lambda search, M_j, R_j: on the host's threads and uploaded, or on a
+  // GPU by its teams; either way also the wait for f, u (and Gram mode's
+  // first c), launched before it
+  double penalty_seconds = 0;
   double boosting_seconds = 0;   // the iterations
   double reduction_seconds = 0;  // of the boosting: in sums over processes, waits included
   // Device memory the fit allocated at its peak, X and y (the caller's) aside.

@@ -62,10 +62,17 @@ KOKKOS_INLINE_FUNCTION Accumulator gam_lanes_sum(const Member& member, int count
   return sum;
 }
 
-// work() by one vector lane of the calling thread, its writes then visible
-// to the thread's other lanes.
+// work() by one vector lane of the calling thread, after every lane's reads
+// before the call (a CUDA warp's lanes are ordered by __syncwarp, which
+// Kokkos' single gives only after the work), its writes then visible to the
+// thread's other lanes.
 template <class Member, class Work>
 KOKKOS_INLINE_FUNCTION void gam_one_lane(const Member& member, const Work& work) {
+#if defined(__CUDA_ARCH__)
+  const unsigned lanes = blockDim.x;
+  __syncwarp(lanes == 32 ? 0xffffffffu
+                         : ((1u << lanes) - 1) << (threadIdx.y % (32 / lanes)) * lanes);
+#endif
   Kokkos::single(Kokkos::PerThread(member), work);
 }
 
