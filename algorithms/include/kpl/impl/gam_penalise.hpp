@@ -136,18 +136,51 @@ inline bool gam_penalties_fit_the_device(const GamOptions& options) {
   return options.df > 0 && options.df <= options.basis_size && options.df > options.differences;
 }
 
+// Learner j's lambda, df, M_j and R_j by penalise_learner on the host, from
+// its block of gram where the fit runs, for a learner the device's teams
+// left; kpl::input_error where no lambda suits it.
+template <class ExecutionSpace, class Vector>
+void gam_penalise_learner_on_host(const ExecutionSpace& space, const Vector& gram,
+                                  const GamOptions& options, const GamPenaltyInputs& inputs,
+                                  std::int64_t j, const Vector& inverse, const Vector& reduction,
+                                  GamModel& model) {
+  const int k = options.basis_size;
+  const std::int64_t block = static_cast<std::int64_t>(k) * k;
+  const auto range = std::make_pair(j * block, (j + 1) * block);
+  std::vector<double> gram_j(block);
+  Kokkos::deep_copy(
+      space,
+      Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(gram_j.data(), block),
+      Kokkos::subview(gram, range));
+  space.fence();
+  LearnerPenalty penalty;
+  try {
+    penalty = penalise_learner(gram_j, inputs.penalty, k, options.df, options.df_definition,
+                               "covariate " + std::to_string(j), options.differences);
+  } catch (const std::exception& error) {
+    throw input_error(std::string("kpl::fit_gam: ") + error.what());
+  }
+  model.lambda[j] = penalty.lambda;
+  model.df[j] = penalty.df;
+  using Unmanaged = Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  Kokkos::deep_copy(space, Kokkos::subview(inverse, range),
+                    Unmanaged(penalty.inverse.data(), block));
+  Kokkos::deep_copy(space, Kokkos::subview(reduction, range),
+                    Unmanaged(penalty.reduction.data(), block));
+  space.fence();
+}
+
 // lambda_j, df_j, M_j and R_j by the device's teams from gram ([p k k]
 // where the fit runs); each learner they leave (gam_penalise_on_device.hpp)
-// by penalise_learner on the host, which throws kpl::input_error for the
-// first of them, in learner order, that no lambda suits.
+// by the host, in learner order, so that the first of them that no lambda
+// suits is the error, as on the host's path.
 template <class ExecutionSpace, class Vector>
 void gam_penalise_on_device(const ExecutionSpace& space, const Vector& gram,
                             const GamOptions& options, const Vector& inverse,
                             const Vector& reduction, GamModel& model) {
   using Memory = typename Vector::memory_space;
   const int k = options.basis_size;
-  const std::int64_t block = static_cast<std::int64_t>(k) * k;
-  const std::int64_t learners = gram.extent(0) / block;
+  const std::int64_t learners = gram.extent(0) / (static_cast<std::int64_t>(k) * k);
   const auto uninitialised = [&](const char* label) {
     return Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string(label));
   };
@@ -172,31 +205,9 @@ void gam_penalise_on_device(const ExecutionSpace& space, const Vector& gram,
   to_host(model.df.data(), outputs.df);
   to_host(status.data(), outputs.status);
   space.fence();
-  for (std::int64_t j = 0; j < learners; ++j) {
-    if (status[j] == gam_penalty_done) continue;
-    const auto range = std::make_pair(j * block, (j + 1) * block);
-    std::vector<double> gram_j(block);
-    Kokkos::deep_copy(
-        space,
-        Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(gram_j.data(), block),
-        Kokkos::subview(gram, range));
-    space.fence();
-    LearnerPenalty penalty;
-    try {
-      penalty = penalise_learner(gram_j, inputs.penalty, k, options.df, options.df_definition,
-                                 "covariate " + std::to_string(j), options.differences);
-    } catch (const std::exception& error) {
-      throw input_error(std::string("kpl::fit_gam: ") + error.what());
-    }
-    model.lambda[j] = penalty.lambda;
-    model.df[j] = penalty.df;
-    using Unmanaged = Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-    Kokkos::deep_copy(space, Kokkos::subview(inverse, range),
-                      Unmanaged(penalty.inverse.data(), block));
-    Kokkos::deep_copy(space, Kokkos::subview(reduction, range),
-                      Unmanaged(penalty.reduction.data(), block));
-    space.fence();
-  }
+  for (std::int64_t j = 0; j < learners; ++j)
+    if (status[j] != gam_penalty_done)
+      gam_penalise_learner_on_host(space, gram, options, inputs, j, inverse, reduction, model);
 }
 
 }  // namespace impl
