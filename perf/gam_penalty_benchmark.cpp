@@ -195,8 +195,8 @@ void BM_LearnerPenaltiesByTeams(benchmark::State& state) {
     space.fence();
   }
   const auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), outputs.status);
-  state.counters["left_to_the_host"] =
-      double(std::count(status.data(), status.data() + learners, 1));
+  state.counters["left_to_the_host"] = double(
+      std::count(status.data(), status.data() + learners, kpl::impl::gam_penalty_for_the_host));
 }
 BENCHMARK(BM_LearnerPenaltiesByTeams)
     ->ArgName("p")
