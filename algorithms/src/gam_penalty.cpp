@@ -1,4 +1,5 @@
 #include <kpl/gam_penalty.hpp>
+#include <kpl/impl/gam_jacobi_rotation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -174,23 +175,8 @@ double column_product(const double* left, const double* right, int k) {
   return (partial[0] + partial[1]) + (partial[2] + partial[3]);
 }
 
-// cos and sin of the rotation that zeroes the inner product gamma of two
-// columns of squared norms alpha and beta (Golub & Van Loan §8.5.2; the
-// smaller angle), and t = sin / cos. sqrt(1 + zeta^2) in place of hypot:
-// the same to an ulp, several times faster, and zeta^2 cannot overflow
-// below 1e150 (beyond, t = 1 / (2 zeta) to full precision).
-struct JacobiRotation {
-  double c, s, t;
-};
-JacobiRotation jacobi_rotation(double alpha, double beta, double gamma) {
-  const double zeta = (beta - alpha) / (2 * gamma);
-  const double magnitude = std::fabs(zeta);
-  const double t = magnitude < 1e150
-                       ? (zeta >= 0 ? 1.0 : -1.0) / (magnitude + std::sqrt(1 + zeta * zeta))
-                       : 0.5 / zeta;
-  const double c = 1 / std::sqrt(1 + t * t);
-  return {c, c * t, t};
-}
+using impl::jacobi_rotation;
+using impl::JacobiRotation;
 
 // Householder QR with column pivoting of the k x columns matrix a (column-
 // major, k >= columns; Golub & Van Loan §5.4.1), a P = Q R: returns R's rows

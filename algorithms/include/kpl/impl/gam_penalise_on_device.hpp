@@ -19,6 +19,7 @@
 
 #include <kpl/bspline.hpp>
 #include <kpl/gam_penalty.hpp>
+#include <kpl/impl/gam_jacobi_rotation.hpp>
 #include <kpl/impl/kokkos_compat.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -36,7 +37,7 @@ namespace impl {
 
 namespace gam_math = compat::math;
 
-// A learner's outcome in GamTeamPenalties::status.
+// A learner's outcome in GamPenaltyOutputs::status.
 inline constexpr int gam_penalty_done = 0;
 inline constexpr int gam_penalty_for_the_host = 1;
 
@@ -148,7 +149,6 @@ struct GamTeamPenalties {
   using Memory = typename ExecutionSpace::memory_space;
   using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
   using Member = typename Policy::member_type;
-  using Values = Kokkos::View<double*, Memory>;
   using ConstValues = Kokkos::View<const double*, Memory>;
   using ScratchValues =
       Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -359,13 +359,8 @@ struct GamTeamPenalties {
           if (alpha_before == 0 || beta_before == 0 ||
               gam_math::fabs(gamma) <= tolerance * gam_math::sqrt(alpha_before * beta_before))
             return;
-          // jacobi_rotation: the smaller angle; t = 1 / (2 zeta) beyond 1e150.
-          const double zeta = (beta_before - alpha_before) / (2 * gamma);
-          const double magnitude = gam_math::fabs(zeta);
-          const double t = magnitude < 1e150 ? (zeta >= 0 ? 1.0 : -1.0) /
-                                                   (magnitude + gam_math::sqrt(1 + zeta * zeta))
-                                             : 0.5 / zeta;
-          const double c = 1 / gam_math::sqrt(1 + t * t), s = c * t;
+          const JacobiRotation rotation = jacobi_rotation(alpha_before, beta_before, gamma);
+          const double c = rotation.c, s = rotation.s, t = rotation.t;
           ++rotations;
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, length), [&](const int r) {
             const double u = left[r], v = right[r];
@@ -576,7 +571,7 @@ void gam_penalties_on_device(
   const bool on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible;
   if (vector_length == 0) vector_length = on_host ? 1 : 32;
   if (team_size == 0) team_size = on_host ? 1 : std::min(16, std::max(1, (k + 1) / 2));
-  std::size_t bytes = Functor::scratch_bytes(k, team_size);
+  const std::size_t bytes = Functor::scratch_bytes(k, team_size);
   functor.scratch_level =
       bytes <= static_cast<std::size_t>(Functor::Policy::scratch_size_max(0)) ? 0 : 1;
   const std::int64_t learners = outputs.status.extent(0);
