@@ -9,6 +9,7 @@
 #pragma once
 
 #include <kpl/impl/gam_learner_selection.hpp>
+#include <kpl/impl/gam_team_staging.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -69,12 +70,12 @@ struct GamGramIteration {
     const auto vector = [&] { return Scratch(member.team_scratch(level), k); };
     const Scratch M_s = block(), C_js = block(), R_j = block(), G_s = block();
     const Scratch c_s = vector(), c_j = vector(), step_s = vector(), next = vector();
-    stage(member, inverse, s * entries, M_s, entries);
-    stage(member, c, s * k, c_s, k);
-    stage(member, cache, (slot * select.learners + j) * entries, C_js, entries);
-    stage(member, reduction, j * entries, R_j, entries);
-    stage(member, c, j * k, c_j, k);
-    if (j == s) stage(member, gram, s * entries, G_s, entries);
+    gam_stage(member, inverse, s * entries, M_s, entries);
+    gam_stage(member, c, s * k, c_s, k);
+    gam_stage(member, cache, (slot * select.learners + j) * entries, C_js, entries);
+    gam_stage(member, reduction, j * entries, R_j, entries);
+    gam_stage(member, c, j * k, c_j, k);
+    if (j == s) gam_stage(member, gram, s * entries, G_s, entries);
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
       double sum = 0;
@@ -109,27 +110,6 @@ struct GamGramIteration {
         },
         total);
     return total;
-  }
-
-  // to(0 .. count) := from(offset ..), by all the team's threads, each
-  // issuing a batch of loads before it stores any: one memory latency a
-  // batch, not one an element (a team's blocks are all that its iteration
-  // waits for).
-  KOKKOS_INLINE_FUNCTION static void stage(const Member& member, const Vector& from,
-                                           std::int64_t offset, const Scratch& to, int count) {
-    constexpr int batch = 8;
-    const int threads = member.team_size();
-    for (int first = member.team_rank(); first < count; first += batch * threads) {
-      double loaded[batch];
-      for (int r = 0; r < batch; ++r) {
-        const int e = first + r * threads;
-        loaded[r] = e < count ? from(offset + e) : 0.0;
-      }
-      for (int r = 0; r < batch; ++r) {
-        const int e = first + r * threads;
-        if (e < count) to(e) = loaded[r];
-      }
-    }
   }
 
   // Team s: coefficients_s += step, the step itself, and the risk at
