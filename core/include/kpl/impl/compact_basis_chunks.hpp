@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace kpl {
 namespace impl {
@@ -185,6 +186,32 @@ inline void for_each_of_width(std::integral_constant<int, Width>, const F& f) {
 template <class F>
 inline void for_each_of_width(int width, const F& f) {
   for (int q = 0; q < width; ++q) f(q);
+}
+
+// A CPU thread sums its chunk's rows into four sets of partial sums, row
+// begin + r into set r mod 4, and adds the sets at the end as (set 0 + set
+// 1) + (set 2 + set 3). With one set, a row whose terms go to the entries
+// that the row before has just stored waits for those stores, and the
+// products ran at the speed of that chain rather than of memory. The same
+// inputs and chunks give the same bits.
+inline constexpr int cpu_row_partials = 4;
+
+// add_row(i, set) for every row i of [begin, end), in order.
+template <class AddRow>
+inline void for_each_row_interleaved(std::int64_t begin, std::int64_t end, const AddRow& add_row) {
+  std::int64_t i = begin;
+  for (; i + cpu_row_partials <= end; i += cpu_row_partials) {
+    add_row(i, 0);
+    add_row(i + 1, 1);
+    add_row(i + 2, 2);
+    add_row(i + 3, 3);
+  }
+  for (int set = 0; i < end; ++i, ++set) add_row(i, set);
+}
+
+// Entry a of the four sets of k partial sums, added.
+inline double added_partials(const std::vector<double>& sums, int k, int a) {
+  return (sums[a] + sums[k + a]) + (sums[2 * k + a] + sums[3 * k + a]);
 }
 
 // Calls rows_of(width) with the width as a compile-time constant for cubic

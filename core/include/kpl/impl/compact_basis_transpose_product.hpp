@@ -14,9 +14,10 @@
 namespace kpl {
 namespace impl {
 
-// CPU: one thread per (block, chunk) sums the chunk's rows in row order,
-// through raw streams the compiler keeps in registers (cubic splines
-// unrolled). Host only: its sums live in a std::vector.
+// CPU: one thread per (block, chunk) sums the chunk's rows in row order into
+// four sets of partial sums (for_each_row_interleaved), through raw streams
+// the compiler keeps in registers (cubic splines unrolled). Host only: its
+// sums live in a std::vector.
 template <class FirstView, class ValuesView, class UView, class Output>
 struct TransposeProductInRowOrder {
   FirstView first;
@@ -32,20 +33,20 @@ struct TransposeProductInRowOrder {
     const std::int64_t j = team / chunks, chunk = team % chunks;
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
-    std::vector<double> sums(std::size_t(k), 0.0);
+    std::vector<double> sums(cpu_row_partials * std::size_t(k), 0.0);
     const int* columns = &first(j, 0);
     const T* row_values = &values(j, 0, 0);
     const std::int64_t stride = values.stride(1);
     with_width(width, [&](auto width_constant) {
-      for (std::int64_t i = begin; i < end; ++i) {
+      for_each_row_interleaved(begin, end, [&](std::int64_t i, int set) {
         const double weight = u(i);
-        double* target = sums.data() + columns[i];
+        double* target = sums.data() + set * k + columns[i];
         for_each_of_width(width_constant, [&](int q) {
           target[q] += double(row_values[q * stride + i]) * weight;
         });
-      }
+      });
     });
-    for (int a = 0; a < k; ++a) output.store(j, chunk, a, sums[a]);
+    for (int a = 0; a < k; ++a) output.store(j, chunk, a, added_partials(sums, k, a));
   }
 };
 

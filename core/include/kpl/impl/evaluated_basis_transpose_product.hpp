@@ -46,8 +46,9 @@ void transpose_covariates(const ExecutionSpace& space, const XView& X,
 }
 
 // CPU: one thread per (block, chunk) evaluates and sums the chunk's rows in
-// row order: the compact basis' TransposeProductInRowOrder term for term.
-// Host only: its sums live in a std::vector.
+// row order into four sets of partial sums: the compact basis'
+// TransposeProductInRowOrder term for term. Host only: its sums live in a
+// std::vector.
 template <class T, class Degree, class Covariates, class Meshes, class UView, class Output>
 struct EvaluatedTransposeProductInRowOrder {
   Covariates covariates;
@@ -66,14 +67,14 @@ struct EvaluatedTransposeProductInRowOrder {
     const int width = bspline_degree_value(degree) + 1;
     const BsplineMesh mesh = meshes(j);
     const double* x = &covariates(j, 0);
-    std::vector<double> sums(std::size_t(k), 0.0);
-    for (std::int64_t i = begin; i < end; ++i) {
+    std::vector<double> sums(cpu_row_partials * std::size_t(k), 0.0);
+    for_each_row_interleaved(begin, end, [&](std::int64_t i, int set) {
       const double weight = u(i);
       double row[bspline_max_degree + 1];
-      double* target = sums.data() + bspline_row_of_degree(mesh, x[i], row, degree);
+      double* target = sums.data() + set * k + bspline_row_of_degree(mesh, x[i], row, degree);
       for (int q = 0; q < width; ++q) target[q] += double(T(row[q])) * weight;
-    }
-    for (int a = 0; a < k; ++a) output.store(j, chunk, a, sums[a]);
+    });
+    for (int a = 0; a < k; ++a) output.store(j, chunk, a, added_partials(sums, k, a));
   }
 };
 
