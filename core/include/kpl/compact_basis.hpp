@@ -20,9 +20,9 @@
 // on every run (a GAM's selections depend on them). Each team sums one chunk
 // of rows of one block; chunks are then added in a fixed order
 // (impl/compact_basis_chunks.hpp). A CPU team is one thread, summing B^T u
-// in row order into four interleaved sets; a GPU team sums B^T u with one owner per entry
-// (impl/compact_basis_transpose_product.hpp) and B^T W B in exact fixed
-// point (impl/compact_basis_fixed_point.hpp). Their bits still depend on how
+// in row order into four interleaved sets; a GPU team sums B^T u with one
+// owner per entry (impl/compact_basis_transpose_product.hpp) and B^T W B in
+// exact fixed point (impl/compact_basis_fixed_point.hpp). Their bits still depend on how
 // the rows are cut into chunks (the thread count) and processes;
 // cross_product_parts' do not (impl/compact_basis_exact_parts.hpp).
 #pragma once

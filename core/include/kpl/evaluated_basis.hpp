@@ -16,9 +16,10 @@
 //
 // Products are deterministic (the same inputs give the same bits on every
 // run): on CPUs one thread per chunk of rows sums in row order into four
-// interleaved sets, the compact basis' own sums; on GPUs each thread of a team sums its rows into
-// its own column of k sums, the columns are added in a fixed order and the
-// chunks in chunk order (impl/evaluated_basis_transpose_product.hpp).
+// interleaved sets, the compact basis' own sums; on GPUs each thread of a
+// team sums its rows into its own column of k sums, the columns are added in
+// a fixed order and the chunks in chunk order
+// (impl/evaluated_basis_transpose_product.hpp).
 #pragma once
 
 #include <kpl/bspline.hpp>
