@@ -195,6 +195,7 @@ inline void for_each_of_width(int width, const F& f) {
 // products ran at the speed of that chain rather than of memory. The same
 // inputs and chunks give the same bits.
 inline constexpr int cpu_row_partials = 4;
+static_assert(cpu_row_partials == 4, "for_each_row_interleaved and added_partials spell out 4");
 
 // add_row(i, set) for every row i of [begin, end), in order.
 template <class AddRow>
