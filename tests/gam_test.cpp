@@ -467,14 +467,15 @@ void check_evaluated_products(std::int64_t n, std::int64_t p, int k, int degree)
 // count) of X, on `grid`: the host copy of parts [3 p k k]. strategy: 0 the
 // space's own, 1 the GPU one with teams of up to 2 threads and chunks of
 // rows_per_team, 2 the CPU one with chunks of rows_per_team (host only);
-// `bounds`: the rows' CrossProductBounds.
+// `bounds`: the rows' CrossProductBounds. evaluated: from the evaluated
+// basis (kpl/evaluated_basis.hpp) instead of the compact one.
 template <class Space, class T>
 std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVector& host_w,
                                         std::int64_t first, std::int64_t count, int k, int degree,
                                         const kpl::ExactSumGrid& grid, int strategy = 0,
                                         std::int64_t rows_per_team = 700,
                                         kpl::CrossProductBounds* bounds = nullptr,
-                                        int team_size = 0) {
+                                        int team_size = 0, bool evaluated = false) {
   using Memory = typename Space::memory_space;
   Space space;
   const std::int64_t p = host_X.extent(1);
@@ -486,15 +487,15 @@ std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVect
     for (std::int64_t j = 0; j < p; ++j) X(i, j) = T(host_X(first + i, j));
     w(i) = host_w(first + i);
   }
-  kpl::CompactBasis<T, Memory> basis("basis", p, count, degree + 1, k);
-  kpl::build_bspline_basis(space, on_device<Space>(X), on_device<Space>(meshes), basis);
-  const auto device_w = on_device<Space>(w);
-  if (bounds) *bounds = kpl::cross_product_bounds(space, basis, device_w);
   const std::int64_t entries = p * k * k, parts = kpl::ExactSumGrid::parts;
   Kokkos::View<double*, Memory> out("parts", parts * entries);
-  if (strategy == 0) {
-    kpl::cross_product_parts(space, basis, device_w, -1, grid, out);
-  } else {
+  const auto device_w = on_device<Space>(w);
+  const auto parts_of = [&](const auto& basis) {
+    if (bounds) *bounds = kpl::cross_product_bounds(space, basis, device_w);
+    if (strategy == 0) {
+      kpl::cross_product_parts(space, basis, device_w, -1, grid, out);
+      return;
+    }
     const std::int64_t chunks =
         std::max<std::int64_t>(1, (count + rows_per_team - 1) / rows_per_team);
     const kpl::impl::ExactPartSums<decltype(out)> sums{out, chunks, k * k};
@@ -502,10 +503,20 @@ std::vector<double> exact_parts_of_rows(const HostMatrix& host_X, const HostVect
       kpl::impl::cross_product_parts_by_atomics(
           space, basis, device_w, -1, grid, rows_per_team, sums,
           team_size > 0 ? team_size : std::min(2, space.concurrency()));
-    } else if constexpr (kpl::impl::compact_basis_on_host<Space>) {
+    } else if constexpr (kpl::impl::compact_basis_on_host<Space> &&
+                         !kpl::impl::is_evaluated_basis<std::decay_t<decltype(basis)>>::value) {
       kpl::impl::cross_product_parts_in_row_order(space, basis, device_w, -1, grid, rows_per_team,
                                                   sums);
     }
+  };
+  if (evaluated) {
+    parts_of(kpl::evaluated_bspline_basis<T>(
+        space, "evaluated", on_device<Space>(X),
+        std::vector<kpl::BsplineMesh>(meshes.data(), meshes.data() + p)));
+  } else {
+    kpl::CompactBasis<T, Memory> basis("basis", p, count, degree + 1, k);
+    kpl::build_bspline_basis(space, on_device<Space>(X), on_device<Space>(meshes), basis);
+    parts_of(basis);
   }
   const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   return std::vector<double>(host.data(), host.data() + host.size());
@@ -557,6 +568,16 @@ void check_exact_parts(std::int64_t n, std::int64_t p, int k, int degree,
   else  // teams beyond the launch bounds: the unbounded kernel
     EXPECT_EQ(all, (exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid, 1, 333,
                                                   nullptr, 512)));
+  // The evaluated basis computes the compact basis' rows from x: the same
+  // bounds and the same parts, by the space's own strategy and by teams of
+  // two threads (of one, the space's own on CPUs).
+  kpl::CrossProductBounds evaluated_rows;
+  EXPECT_EQ(all, (exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid, 0, 700,
+                                                &evaluated_rows, 0, true)));
+  EXPECT_EQ(evaluated_rows.weight, all_rows.weight);
+  EXPECT_EQ(evaluated_rows.value, all_rows.value);
+  EXPECT_EQ(all, (exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid, 1, 333,
+                                                nullptr, 0, true)));
   const std::int64_t entries = p * k * k;
   // A float basis holds its values rounded to float; the reference is double's.
   const double tolerance = std::is_same_v<T, float> ? 1e-6 : double_tolerance;

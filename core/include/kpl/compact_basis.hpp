@@ -223,15 +223,13 @@ CrossProductBounds cross_product_bounds(const ExecutionSpace& space,
   return {impl::largest_weight(space, w), impl::value_bound(space, basis)};
 }
 
-// cross_products' sums as ExactSumGrid::parts exact parts: parts[l p k k + e]
-// is part l of entry e of out. Parts of disjoint sets of rows (other
-// processes', on the same grid) add elementwise without rounding, so
-// grid.value(parts, p k k, e) has the same bits however the rows were split,
-// chunked or ordered. grid must cover all rows ever added together.
-template <class ExecutionSpace, class T, class MemorySpace, class WView, class PartsView>
-void cross_product_parts(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basis,
-                         const WView& w, std::int64_t partner, const ExactSumGrid& grid,
-                         const PartsView& parts) {
+namespace impl {
+
+// cross_product_parts of a compact or evaluated basis, its arguments checked.
+template <class ExecutionSpace, class Basis, class WView, class PartsView>
+void checked_cross_product_parts(const ExecutionSpace& space, const Basis& basis, const WView& w,
+                                 std::int64_t partner, const ExactSumGrid& grid,
+                                 const PartsView& parts) {
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
   if (partner >= blocks)
@@ -246,7 +244,21 @@ void cross_product_parts(const ExecutionSpace& space, const CompactBasis<T, Memo
                                 std::to_string(ExactSumGrid::parts * blocks * entries));
   Kokkos::deep_copy(space, parts, typename PartsView::non_const_value_type(0));
   if (rows == 0 || blocks == 0) return;
-  impl::compact_cross_product_parts(space, basis, w, partner, grid, parts);
+  basis_cross_product_parts(space, basis, w, partner, grid, parts);
+}
+
+}  // namespace impl
+
+// cross_products' sums as ExactSumGrid::parts exact parts: parts[l p k k + e]
+// is part l of entry e of out. Parts of disjoint sets of rows (other
+// processes', on the same grid) add elementwise without rounding, so
+// grid.value(parts, p k k, e) has the same bits however the rows were split,
+// chunked or ordered. grid must cover all rows ever added together.
+template <class ExecutionSpace, class T, class MemorySpace, class WView, class PartsView>
+void cross_product_parts(const ExecutionSpace& space, const CompactBasis<T, MemorySpace>& basis,
+                         const WView& w, std::int64_t partner, const ExactSumGrid& grid,
+                         const PartsView& parts) {
+  impl::checked_cross_product_parts(space, basis, w, partner, grid, parts);
 }
 
 }  // namespace kpl

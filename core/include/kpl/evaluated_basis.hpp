@@ -9,6 +9,8 @@
 //
 //   auto basis = evaluated_bspline_basis<T>(space, label, X, meshes)   keeps x
 //   transpose_product(space, basis, u, c)                c_j = B_j^T u, all j
+//   cross_product_bounds(space, basis, w)                as kpl/compact_basis.hpp's,
+//   cross_product_parts(space, basis, w, partner, grid, parts)   the same bits
 //
 // T is the precision of the values the products use: each is rounded to T
 // after its evaluation in double, so that the products equal those of the
@@ -24,6 +26,8 @@
 
 #include <kpl/bspline.hpp>
 #include <kpl/compact_basis.hpp>
+#include <kpl/impl/basis_rows.hpp>
+#include <kpl/impl/compact_basis_fixed_point.hpp>
 #include <kpl/impl/evaluated_basis_transpose_product.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -31,6 +35,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kpl {
@@ -106,6 +111,59 @@ void transpose_product(const ExecutionSpace& space, const EvaluatedBasis<T, Memo
   }
   CompactProductWorkspace<MemorySpace> local_workspace;
   impl::evaluated_transpose_product(space, basis, u, c, workspace ? *workspace : local_workspace);
+}
+
+namespace impl {
+
+// max |value| (bound_term) over the rows of an evaluated basis, one (block,
+// row) per index.
+template <class Rows, int Width>
+struct LargestEvaluatedValue {
+  Rows rows;
+  std::int64_t n;
+  int width;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index, double& largest_so_far) const {
+    const std::int64_t j = index / n, i = index - j * n;
+    double row[bspline_max_degree + 1];
+    const int count = width_or<Width>(width);
+    rows(j, i, row, count);
+    for (int q = 0; q < count; ++q) {
+      const double counted = bound_term(row[q]);
+      if (counted > largest_so_far) largest_so_far = counted;
+    }
+  }
+};
+
+}  // namespace impl
+
+// The largest |w(i)| and |value| over the basis' rows: the compact basis'
+// bounds of the same rows (kpl/compact_basis.hpp), the values measured in one
+// pass over x.
+template <class ExecutionSpace, class T, class MemorySpace, class WView>
+CrossProductBounds cross_product_bounds(const ExecutionSpace& space,
+                                        const EvaluatedBasis<T, MemorySpace>& basis,
+                                        const WView& w) {
+  if (basis.rows() == 0 || basis.blocks() == 0) return {};
+  double bound = 0;
+  impl::with_basis_rows(basis, [&](const auto& rows, auto width_constant) {
+    using Functor =
+        impl::LargestEvaluatedValue<std::decay_t<decltype(rows)>, decltype(width_constant)::value>;
+    Kokkos::parallel_reduce(
+        "kpl::evaluated_basis::value_bound",
+        Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.blocks() * basis.rows()),
+        Functor{rows, basis.rows(), basis.width()}, Kokkos::Max<double>(bound));
+  });
+  return {impl::largest_weight(space, w), bound};
+}
+
+// B_j^T W B_partner (partner < 0: B_j^T W B_j) for every block j in exact
+// parts, as kpl/compact_basis.hpp's cross_product_parts, each row evaluated
+// as it is read: the compact basis' parts of the same rows, bit for bit.
+template <class ExecutionSpace, class T, class MemorySpace, class WView, class PartsView>
+void cross_product_parts(const ExecutionSpace& space, const EvaluatedBasis<T, MemorySpace>& basis,
+                         const WView& w, std::int64_t partner, const ExactSumGrid& grid,
+                         const PartsView& parts) {
+  impl::checked_cross_product_parts(space, basis, w, partner, grid, parts);
 }
 
 }  // namespace kpl

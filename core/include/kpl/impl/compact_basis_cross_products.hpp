@@ -9,6 +9,7 @@
 #pragma once
 
 #include <kpl/bspline.hpp>
+#include <kpl/impl/basis_rows.hpp>
 #include <kpl/impl/compact_basis_chunks.hpp>
 #include <kpl/impl/compact_basis_fixed_point.hpp>
 #include <kpl/impl/compact_basis_team_sums.hpp>
@@ -157,7 +158,7 @@ struct CrossProductsByRowsInFixedPoint {
                                       double scale, const SplitScratchSums& sums) const {
     const int n = width_or<Width>(width);
     RowOfTwoBlocks<max_width> row;
-    if (!row.read(first, values, w, j, other, i, k, n,
+    if (!row.read(StoredBasisRows<FirstView, ValuesView>{first, values}, w, j, other, i, k, n,
                   [&](double weight, double value) { return weight * value * scale; }))
       return;
     for (int q = 0; q < n; ++q)

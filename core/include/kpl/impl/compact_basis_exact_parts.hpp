@@ -16,6 +16,7 @@
 #pragma once
 
 #include <kpl/bspline.hpp>
+#include <kpl/impl/basis_rows.hpp>
 #include <kpl/impl/compact_basis_chunks.hpp>
 #include <kpl/impl/compact_basis_fixed_point.hpp>
 #include <kpl/impl/compact_basis_team_sums.hpp>
@@ -135,15 +136,14 @@ int exact_parts_in_a_pass(int k) {
 // colliding but repeated each row's loads in every lane; the integer
 // atomics are native, and a collision costs a replay, not a retry
 // (impl/compact_basis_cross_products.hpp, where the same change came first).
-template <class ExecutionSpace, class Grid, class FirstView, class ValuesView, class WView,
-          class Output, int Width, bool AllPartsInOnePass>
+template <class ExecutionSpace, class Grid, class Rows, class WView, class Output, int Width,
+          bool AllPartsInOnePass>
 struct CrossProductPartsByAtomics {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   using Scratch = Kokkos::View<unsigned*, typename ExecutionSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   static constexpr int max_width = Width > 0 ? Width : bspline_max_degree + 1;
-  FirstView first;
-  ValuesView values;
+  Rows basis_rows;  // impl/basis_rows.hpp: stored or evaluated
   WView w;
   Output output;
   Grid grid;
@@ -212,7 +212,7 @@ struct CrossProductPartsByAtomics {
     const int n = width_or<Width>(width);
     const double scale = grid.scale;
     RowOfTwoBlocks<max_width> row;
-    if (!row.read(first, values, w, j, other, i, k, n,
+    if (!row.read(basis_rows, w, j, other, i, k, n,
                   [&](double weight, double value) { return weight * scale * value; }))
       return;
     double left_sum = 0, right_sum = 0;
@@ -261,7 +261,7 @@ struct CrossProductPartsByAtomics {
 
 // The GPU strategy with `team_size` threads per team, under
 // ExactPartsLaunchBounds where the device allows (public so that a test
-// can run it on CPU threads too).
+// can run it on CPU threads too). Basis: compact or evaluated.
 template <class ExecutionSpace, class Grid, class Basis, class WView, class Output>
 void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& basis, const WView& w,
                                     std::int64_t partner, const Grid& grid,
@@ -270,17 +270,17 @@ void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& ba
   const int k = basis.basis_size;
   const int parts_per_pass = exact_parts_in_a_pass<ExecutionSpace, Grid>(k);
   const std::int64_t teams = basis.blocks() * output.chunks;
-  const auto launch = [&](auto width_constant, auto all_parts_in_one_pass) {
-    using Functor = CrossProductPartsByAtomics<
-        ExecutionSpace, Grid, decltype(basis.first), decltype(basis.values), WView, Output,
-        decltype(width_constant)::value, decltype(all_parts_in_one_pass)::value>;
+  const auto launch = [&](const auto& rows, auto width_constant, auto all_parts_in_one_pass) {
+    using Functor = CrossProductPartsByAtomics<ExecutionSpace, Grid, std::decay_t<decltype(rows)>,
+                                               WView, Output, decltype(width_constant)::value,
+                                               decltype(all_parts_in_one_pass)::value>;
     const std::size_t scratch_bytes =
         Functor::Scratch::shmem_size(exact_parts_scratch_words(k, parts_per_pass));
     const auto bounded = scratch_team_launch<ExecutionSpace, ExactPartsLaunchBounds>(
         space, teams, team_size, scratch_bytes);
     const Functor functor{
-        basis.first, basis.values,   w, output,        grid,          basis.rows(),  rows_per_team,
-        partner,     basis.blocks(), k, basis.width(), bounded.level, parts_per_pass};
+        rows,           w, output,        grid,          basis.rows(),  rows_per_team, partner,
+        basis.blocks(), k, basis.width(), bounded.level, parts_per_pass};
     if (bounded.policy.team_size_max(functor, Kokkos::ParallelForTag()) >= team_size)
       Kokkos::parallel_for("kpl::compact_basis::cross_product_parts", bounded.policy, functor);
     else
@@ -288,11 +288,11 @@ void cross_product_parts_by_atomics(const ExecutionSpace& space, const Basis& ba
                            scratch_team_launch(space, teams, team_size, scratch_bytes).policy,
                            functor);
   };
-  with_compile_time_width(basis.width(), [&](auto width_constant) {
+  with_basis_rows(basis, [&](const auto& rows, auto width_constant) {
     if (parts_per_pass == Grid::parts)
-      launch(width_constant, std::true_type());
+      launch(rows, width_constant, std::true_type());
     else
-      launch(width_constant, std::false_type());
+      launch(rows, width_constant, std::false_type());
   });
 }
 
@@ -321,15 +321,17 @@ struct ExactPartSums {
   }
 };
 
-// parts += the exact parts of B^T W B_partner over the basis' rows, chunks
-// summed by the space's strategy (parts zero beforehand).
+// parts += the exact parts of B^T W B_partner over the basis' rows (a
+// compact or evaluated basis), chunks summed by the space's strategy (parts
+// zero beforehand). The CPU strategy reads the stored rows in place; an
+// evaluated basis takes the GPU one on CPUs too, with teams of one thread.
 template <class ExecutionSpace, class Grid, class Basis, class WView, class PartsView>
-void compact_cross_product_parts(const ExecutionSpace& space, const Basis& basis, const WView& w,
-                                 std::int64_t partner, const Grid& grid, const PartsView& parts) {
+void basis_cross_product_parts(const ExecutionSpace& space, const Basis& basis, const WView& w,
+                               std::int64_t partner, const Grid& grid, const PartsView& parts) {
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
   const std::int64_t cpu_rows_per_team = cross_rows_per_team(space, rows, blocks);
-  if constexpr (compact_basis_on_host<ExecutionSpace>) {
+  if constexpr (compact_basis_on_host<ExecutionSpace> && !is_evaluated_basis<Basis>::value) {
     const std::int64_t chunks = (rows + cpu_rows_per_team - 1) / cpu_rows_per_team;
     const ExactPartSums<PartsView> output{parts, chunks, entries};
     cross_product_parts_in_row_order(space, basis, w, partner, grid, cpu_rows_per_team, output);

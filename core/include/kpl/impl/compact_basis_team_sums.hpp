@@ -50,17 +50,17 @@ struct RowOfTwoBlocks {
   double left[MaxWidth], right[MaxWidth];
   int corner;
 
-  template <class FirstView, class ValuesView, class WView, class LeftOf>
-  KOKKOS_INLINE_FUNCTION bool read(const FirstView& first, const ValuesView& values, const WView& w,
-                                   std::int64_t j, std::int64_t other, std::int64_t i, int k,
-                                   int width, const LeftOf& left_of) {
+  // rows: impl/basis_rows.hpp's.
+  template <class Rows, class WView, class LeftOf>
+  KOKKOS_INLINE_FUNCTION bool read(const Rows& rows, const WView& w, std::int64_t j,
+                                   std::int64_t other, std::int64_t i, int k, int width,
+                                   const LeftOf& left_of) {
     const double weight = w.extent(0) != 0 ? double(w(i)) : 1.0;
     if (weight == 0) return false;
-    for (int q = 0; q < width; ++q) {
-      left[q] = left_of(weight, double(values(j, q, i)));
-      right[q] = double(values(other, q, i));
-    }
-    corner = first(j, i) * k + first(other, i);
+    const int first_j = rows(j, i, left, width);
+    const int first_other = rows(other, i, right, width);
+    for (int q = 0; q < width; ++q) left[q] = left_of(weight, left[q]);
+    corner = first_j * k + first_other;
     return true;
   }
 };
