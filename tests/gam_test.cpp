@@ -1005,9 +1005,72 @@ KPL_EXECUTION_SPACE_TEST(Gam, MatchesMboostWithEvaluatedBasis) {
                                            kpl::GamBasis::evaluated);
 }
 
+// The evaluated basis' direct mode keeps no compact basis: the update of f
+// and B^T W B read its rows from x, the values the compact basis stores. On
+// CPUs every sum is then the compact basis' own, so the model is the same bit
+// for bit; on GPUs B^T u sums in another order (the same selections,
+// coefficients within 1e-12). The fit's device memory holds x's copy (8 bytes
+// a value) instead of the compact basis (an index and four doubles). A Gram
+// fit from a booster built for the direct mode builds the compact basis
+// for its cross products, from that copy.
+template <class Space>
+void check_evaluated_fit_without_compact_basis() {
+  constexpr bool host = kpl::impl::runs_on_host_v<Space>;
+  const std::int64_t n = 3000, p = 4;
+  HostMatrix host_X("X", n, p);
+  HostVector host_y("y", n);
+  std::mt19937_64 generator(5);
+  std::uniform_real_distribution<double> uniform(-1, 2);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) host_X(i, j) = uniform(generator);
+    host_y(i) = std::sin(2 * host_X(i, 1)) + host_X(i, 3) * host_X(i, 3) + 0.1 * uniform(generator);
+  }
+  const auto X = to_device_matrix<double, Space>(host_X);
+  const auto y = to_device_vector<double, Space>(host_y);
+  kpl::GamOptions options;
+  options.basis_size = 12;
+  options.mstop = 40;
+  const auto fit = [&](kpl::GamBasis basis, kpl::GamMode mode, kpl::GamTimings* timings) {
+    options.basis = basis;
+    options.mode = mode;
+    return kpl::fit_gam(Space(), X, y, options, timings);
+  };
+  const auto expect_same = [&](const kpl::GamModel& model, const kpl::GamModel& reference) {
+    EXPECT_EQ(model.selected, reference.selected);
+    ASSERT_EQ(model.coefficients.size(), reference.coefficients.size());
+    if (host) {
+      EXPECT_EQ(model.coefficients, reference.coefficients);
+      EXPECT_EQ(model.risk, reference.risk);
+    }
+    for (std::size_t e = 0; e < model.coefficients.size(); ++e)
+      EXPECT_NEAR(model.coefficients[e], reference.coefficients[e],
+                  1e-12 * (1 + std::fabs(reference.coefficients[e])))
+          << e;
+  };
+  kpl::GamTimings compact_timings, evaluated_timings;
+  const auto compact = fit(kpl::GamBasis::compact, kpl::GamMode::direct, &compact_timings);
+  const auto evaluated = fit(kpl::GamBasis::evaluated, kpl::GamMode::direct, &evaluated_timings);
+  expect_same(evaluated, compact);
+  EXPECT_EQ(evaluated_timings.device_bytes,
+            compact_timings.device_bytes - n * p * (4 + 4 * 8) + n * p * 8);
+  const auto compact_gram = fit(kpl::GamBasis::compact, kpl::GamMode::gram, nullptr);
+  options.basis = kpl::GamBasis::evaluated;
+  options.mode = kpl::GamMode::direct;
+  kpl::impl::GamBooster<Space, double> booster(Space(), X, y, options);
+  kpl::GamTimings gram_timings;
+  expect_same(booster.fit({}, options.mstop, kpl::GamMode::gram, &gram_timings, {}), compact_gram);
+  EXPECT_GT(gram_timings.device_bytes, evaluated_timings.device_bytes + n * p * (4 + 4 * 8) - 1);
+}
+
+KPL_EXECUTION_SPACE_TEST(Gam, EvaluatedDirectFitKeepsNoCompactBasis) {
+  check_evaluated_fit_without_compact_basis<TypeParam>();
+}
+
 // GamBasis::automatic (the default) is the evaluated basis on GPUs and the
 // compact one on CPUs; a fit records what it used; the memory estimate
-// counts the evaluated basis' copy of X (8 bytes a value) where it is used.
+// counts the evaluated basis' copy of X (8 bytes a value) where it is used,
+// and the compact basis (an index and d + 1 values a row and covariate)
+// only where it is kept: not in the evaluated basis' direct mode.
 template <class Space>
 void check_automatic_basis() {
   constexpr bool host = kpl::impl::runs_on_host_v<Space>;
@@ -1017,13 +1080,21 @@ void check_automatic_basis() {
     EXPECT_EQ(kpl::gam_basis_for<Space>(basis), basis);
   kpl::GamOptions options;
   EXPECT_EQ(options.basis, kpl::GamBasis::automatic);
-  const std::int64_t n = 1000, p = 7;
+  const std::int64_t n = 1000, p = 7, stored = n * p * (4 + 4 * 8);  // cubic rows in double
   options.basis = kpl::GamBasis::compact;
   const auto compact = kpl::gam_device_bytes(n, p, options, 8);
   options.basis = kpl::GamBasis::evaluated;
-  EXPECT_EQ(kpl::gam_device_bytes(n, p, options, 8), compact + n * p * 8);
+  EXPECT_EQ(kpl::gam_device_bytes(n, p, options, 8), compact - stored + n * p * 8);
   options.basis = kpl::GamBasis::automatic;
-  EXPECT_EQ(kpl::gam_device_bytes(n, p, options, 8), compact + n * p * 8);
+  EXPECT_EQ(kpl::gam_device_bytes(n, p, options, 8), compact);
+  options.mode = kpl::GamMode::gram;
+  options.basis = kpl::GamBasis::compact;
+  const auto compact_gram = kpl::gam_device_bytes(n, p, options, 8);
+  options.basis = kpl::GamBasis::evaluated;
+  EXPECT_EQ(kpl::gam_device_bytes(n, p, options, 8), compact_gram + n * p * 8);
+  options.basis = kpl::GamBasis::automatic;
+  EXPECT_EQ(kpl::gam_device_bytes(n, p, options, 8), compact_gram + n * p * 8);
+  options.mode = kpl::GamMode::direct;
   HostMatrix X("X", n, 2);
   HostVector y("y", n);
   for (std::int64_t i = 0; i < n; ++i) {

@@ -190,6 +190,18 @@ TEST(GamAcrossRanks, ARankWithoutRows) {
   options.mode = kpl::GamMode::direct;
   options.basis = kpl::GamBasis::dense;
   fit_both(world, simulated(n), options, block);
+  options.basis = kpl::GamBasis::evaluated;
+  fit_both(world, simulated(n), options, block);
+}
+
+// The evaluated basis' direct mode, whose B^T W B and updates of f read rows
+// evaluated from x (it keeps no compact basis): lambda and df with one
+// process's bits.
+TEST(GamAcrossRanks, EvaluatedBasis) {
+  World world;
+  auto options = short_fit();
+  options.basis = kpl::GamBasis::evaluated;
+  fit_both(world, simulated(), options);
 }
 
 // A covariate constant on rank 0's rows, and y of one class there: neither

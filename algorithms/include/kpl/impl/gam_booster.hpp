@@ -239,9 +239,24 @@ class GamBooster {
                         " observations are fewer than the basis size " + std::to_string(k_));
   }
 
-  // The compact basis on the meshes, and the dense one if asked for.
+  // The bases on the meshes: the evaluated one if asked for, the compact one
+  // unless the evaluated basis does without it (the direct mode reads its
+  // rows from x: a quarter of the compact basis' memory, and no pass to
+  // build it), the dense one if asked for.
   template <class XView>
   void build_basis(const XView& X) {
+    if (options_.basis == GamBasis::evaluated)
+      evaluated_ = evaluated_bspline_basis<T>(space_, "kpl::gam::evaluated", X, meshes_);
+    if (options_.basis != GamBasis::evaluated || options_.mode == GamMode::gram)
+      build_stored_basis(X);
+    if (options_.basis != GamBasis::dense) return;
+    dense_ = Kokkos::View<T**, Kokkos::LayoutLeft, Memory>(
+        Kokkos::view_alloc(space_, "kpl::gam::dense_basis"), rows_, learners_ * k_);
+    gam_expand_basis(space_, basis_, dense_);
+  }
+
+  template <class XView>
+  void build_stored_basis(const XView& X) {
     Kokkos::View<BsplineMesh*, Memory> device_meshes(
         Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::meshes"), learners_);
     Kokkos::deep_copy(space_, device_meshes,
@@ -249,12 +264,38 @@ class GamBooster {
                           meshes_.data(), meshes_.size()));
     basis_ = CompactBasis<T, Memory>("kpl::gam::basis", learners_, rows_, options_.degree + 1, k_);
     kpl::build_bspline_basis(space_, X, device_meshes, basis_);
-    if (options_.basis == GamBasis::evaluated)
-      evaluated_ = evaluated_bspline_basis<T>(space_, "kpl::gam::evaluated", X, meshes_);
-    if (options_.basis != GamBasis::dense) return;
-    dense_ = Kokkos::View<T**, Kokkos::LayoutLeft, Memory>(
-        Kokkos::view_alloc(space_, "kpl::gam::dense_basis"), rows_, learners_ * k_);
-    gam_expand_basis(space_, basis_, dense_);
+  }
+
+  // Whether the fit reads its rows from the evaluated basis: it has no
+  // compact one (every built basis has p >= 1 blocks).
+  bool reads_evaluated_rows() const { return basis_.blocks() == 0; }
+
+  // launch(basis) with the basis whose rows the fit reads.
+  template <class Launch>
+  void with_row_basis(const Launch& launch) const {
+    if (reads_evaluated_rows())
+      launch(evaluated_);
+    else
+      launch(basis_);
+  }
+
+  // The compact basis where a fit needs it (Gram mode's cross products) and
+  // the booster was built without it: from the evaluated basis' copy of X,
+  // the same values.
+  void build_stored_basis_if_missing() {
+    if (!reads_evaluated_rows()) return;
+    const Kokkos::View<const double**, Kokkos::LayoutLeft, Memory, Kokkos::MemoryUnmanaged> X(
+        evaluated_.covariates.data(), rows_, learners_);
+    agreed(*group_, [&] { build_stored_basis(X); });
+  }
+
+  // f += B_s step where add_step (s = current), then u and the risk into
+  // run.risk_sums(slot) (gam_update_rows).
+  void update_rows(const Run& run, bool add_step, std::int64_t slot) {
+    with_row_basis([&](const auto& basis) {
+      gam_update_rows(space_, basis, add_step, current_, step_, GamFamilyFunctions{options_.family},
+                      ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, slot);
+    });
   }
 
   // lambda_j, M_j and R_j from gram (B_j^T W B_j, [p k k]): on a GPU where

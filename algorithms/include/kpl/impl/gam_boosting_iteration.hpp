@@ -131,6 +131,7 @@ typename GamBooster<ExecutionSpace, T>::Run GamBooster<ExecutionSpace, T>::start
   model.covariates = learners_;
   model.observations = rows_;
   model.meshes = meshes_;
+  if (mode == GamMode::gram) build_stored_basis_if_missing();
   gram_over_processes(run);
   const double cross_product_seconds = timer.seconds();
   // mboost: a user's offset is taken as it is; the family's (the weighted
@@ -168,12 +169,16 @@ void GamBooster<ExecutionSpace, T>::gram_over_processes(Run& run) {
                    ExactSumGrid::parts * entries);
   });
   // Each factor's largest over the group: the grid one process would use.
-  const auto bounds = kpl::cross_product_bounds(space_, basis_, run.weights);
+  CrossProductBounds bounds;
+  with_row_basis(
+      [&](const auto& basis) { bounds = kpl::cross_product_bounds(space_, basis, run.weights); });
   double largest[2] = {bounds.weight, bounds.value};
   group_->max(largest, 2);
   const auto grid =
       ExactSumGrid::covering(CrossProductBounds{largest[0], largest[1]}.term(), total_rows_);
-  kpl::cross_product_parts(space_, basis_, run.weights, -1, grid, parts);
+  with_row_basis([&](const auto& basis) {
+    kpl::cross_product_parts(space_, basis, run.weights, -1, grid, parts);
+  });
   if (group_->is_single()) {
     // G formed where the parts are: nothing crosses to the host.
     Kokkos::parallel_for("kpl::gam::gram_from_parts",
@@ -195,8 +200,7 @@ void GamBooster<ExecutionSpace, T>::begin_boosting(Run& run) {
   agreed(*group_, [&] { allocate_run(run); });
   Kokkos::deep_copy(space_, f_, 0.0);
   add_offsets(run.model.offset);
-  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
-                  ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, 0);
+  update_rows(run, false, 0);
   // Gram mode: each risk from the previous one (take_step), so it is summed
   // here and at each refresh; the other modes sum all risks in finish().
   if (run.mode == GamMode::gram)
@@ -264,8 +268,7 @@ template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::refresh(const Run& run, std::int64_t slot) {
   kpl::apply(space_, basis_, run.coefficients, f_);
   add_offsets(run.model.offset);
-  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
-                  ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, slot);
+  update_rows(run, false, slot);
   sum_over_processes(Kokkos::subview(run.risk_sums, std::make_pair(slot, slot + 1)));
 }
 
@@ -299,8 +302,7 @@ void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
   } else {
     gam_select_and_take_step(space_, learners_, scores_, run.selected, m, current_, k_, options_.nu,
                              inverse_, c_, step_, run.coefficients);
-    gam_update_rows(space_, basis_, true, current_, step_, GamFamilyFunctions{options_.family},
-                    ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, m + 1);
+    update_rows(run, true, m + 1);
   }
 }
 
@@ -435,8 +437,7 @@ void GamBooster<ExecutionSpace, T>::iterate_dense(Run& run, int m) {
     Kokkos::parallel_for("kpl::gam::add_fit", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, rows_),
                          AddToRows<Vector, LowVector>{f_, u_low_, 0.0});
   }
-  gam_update_rows(space_, basis_, false, current_, step_, GamFamilyFunctions{options_.family},
-                  ConstVector(y_), run.weights, run.held_out, f_, u_, run.risk_sums, m + 1);
+  update_rows(run, false, m + 1);
 }
 
 // The model on the host: risks, selections and coefficients read back.

@@ -56,15 +56,20 @@ inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOp
   const std::uint64_t rows = std::uint64_t(n), learners = std::uint64_t(p),
                       k = std::uint64_t(options.basis_size),
                       width = std::uint64_t(options.degree + 1);
-  const std::int64_t basis =
+  // The compact basis, which the evaluated basis' direct mode does without;
+  // automatic: the larger of the compact and the evaluated basis.
+  const std::int64_t compact =
       checked_sum({checked_bytes({learners, rows, width}, std::uint64_t(element_size)),
-                   checked_bytes({learners, rows}, sizeof(int)),
-                   options.basis == GamBasis::dense
-                       ? checked_bytes({rows, learners, k}, std::uint64_t(element_size))
-                       : 0,
-                   options.basis == GamBasis::evaluated || options.basis == GamBasis::automatic
-                       ? checked_bytes({rows, learners}, sizeof(double))
-                       : 0});
+                   checked_bytes({learners, rows}, sizeof(int))});
+  const std::int64_t evaluated = checked_sum({checked_bytes({rows, learners}, sizeof(double)),
+                                              options.mode == GamMode::gram ? compact : 0});
+  const std::int64_t basis =
+      options.basis == GamBasis::dense
+          ? checked_sum({compact, checked_bytes({rows, learners, k}, std::uint64_t(element_size))})
+      : options.basis == GamBasis::evaluated ? evaluated
+      : options.basis == GamBasis::automatic
+          ? (compact < 0 || evaluated < 0 ? -1 : std::max(compact, evaluated))
+          : compact;
   // y, f, u, fold weights and the float copies; c, steps, scores,
   // coefficients; the learners' k x k matrices (Gram, inverse, reduction,
   // and the Gram's three exact parts while it is summed).
@@ -110,9 +115,10 @@ inline void check_gam_options(const GamOptions& options) { impl::check_gam_optio
 // Device memory a fit of n rows and p covariates takes at its peak, the
 // caller's X and y aside, with `folds` cross-validation boosters beside it
 // (0: none); the basis stored in element_size bytes (GamBasis::automatic
-// counted as the larger evaluated basis: resolve it with gam_basis_for
-// first for the exact figure). -1 if the count overflows. For checking a run against the free
-// memory before it starts.
+// counted as the larger of the compact and the evaluated basis in
+// options.mode: resolve it with gam_basis_for first for the exact figure).
+// -1 if the count overflows. For checking a run against the free memory
+// before it starts.
 inline std::int64_t gam_device_bytes(std::int64_t n, std::int64_t p, const GamOptions& options,
                                      std::int64_t element_size, int folds = 0) {
   return impl::gam_device_bytes(n, p, options, element_size, folds);

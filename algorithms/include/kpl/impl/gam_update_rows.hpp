@@ -2,21 +2,25 @@
 // Algorithm 2): f += B_s step, the new negative gradient u and the risk.
 #pragma once
 
+#include <kpl/bspline.hpp>
+#include <kpl/impl/basis_rows.hpp>
+#include <kpl/impl/compact_basis_team_sums.hpp>
 #include <kpl/impl/gam_family.hpp>
 #include <kpl/impl/gam_risk.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kpl {
 namespace impl {
 
-template <class FirstView, class ValuesView, class Vector, class ConstVector, class CurrentView,
-          class StepView>
+// Rows: a basis' rows (impl/basis_rows.hpp), stored or evaluated; Width: their
+// width as a compile-time constant, or 0.
+template <class Rows, int Width, class Vector, class ConstVector, class CurrentView, class StepView>
 struct GamUpdateRows {
-  FirstView first;
-  ValuesView values;
+  Rows rows;
   CurrentView current;
   StepView step;
   GamFamilyFunctions family;
@@ -30,9 +34,11 @@ struct GamUpdateRows {
     Value fitted = f(i);
     if (add_step) {
       const std::int64_t s = current();
-      const int column = first(s, i);
+      const int count = width_or<Width>(width);
+      double row[bspline_max_degree + 1];
+      const int column = rows(s, i, row, count);
       Value change = 0;
-      for (int q = 0; q < width; ++q) change += Value(values(s, q, i)) * step(column + q);
+      for (int q = 0; q < count; ++q) change += Value(row[q]) * step(column + q);
       fitted += change;
       f(i) = fitted;
     }
@@ -45,7 +51,7 @@ struct GamUpdateRows {
   }
 };
 
-// Per row: (optionally) f += B_s step from the compact basis; then the
+// Per row: (optionally) f += B_s step from the basis (compact or evaluated); then the
 // weighted negative gradient u = w g(y, f) and the risk into
 // risk_sums(slot): training sum w loss, held-out sum h loss (h = held_out,
 // or 1 - w where it is empty: the 0/1 folds). With `add_step` false f is taken as it is (after a
@@ -58,14 +64,15 @@ void gam_update_rows(const ExecutionSpace& space, const Basis& basis, bool add_s
                      const ConstVector& weights, const ConstVector& held_out, const Vector& f,
                      const Vector& u, const RiskView& risk_sums, std::int64_t slot) {
   using Memory = typename ExecutionSpace::memory_space;
-  using Functor = GamUpdateRows<decltype(basis.first), decltype(basis.values), Vector, ConstVector,
-                                CurrentView, StepView>;
-  Kokkos::parallel_reduce(
-      "kpl::gam::update_rows", Kokkos::RangePolicy<ExecutionSpace>(space, 0, y.extent(0)),
-      Functor{basis.first, basis.values, current, step, family, y, weights, held_out, f, u,
-              basis.width(), add_step},
-      RiskReducer<Memory>(
-          Kokkos::View<RiskSums, Memory, Kokkos::MemoryUnmanaged>(risk_sums.data() + slot)));
+  with_basis_rows(basis, [&](const auto& rows, auto width_constant) {
+    using Functor = GamUpdateRows<std::decay_t<decltype(rows)>, decltype(width_constant)::value,
+                                  Vector, ConstVector, CurrentView, StepView>;
+    Kokkos::parallel_reduce(
+        "kpl::gam::update_rows", Kokkos::RangePolicy<ExecutionSpace>(space, 0, y.extent(0)),
+        Functor{rows, current, step, family, y, weights, held_out, f, u, basis.width(), add_step},
+        RiskReducer<Memory>(
+            Kokkos::View<RiskSums, Memory, Kokkos::MemoryUnmanaged>(risk_sums.data() + slot)));
+  });
 }
 
 }  // namespace impl
