@@ -562,6 +562,14 @@ void check_exact_parts(std::int64_t n, std::int64_t p, int k, int degree,
       exact_parts_of_rows<Space, T>(host_X, host_w, half, n - half, k, degree, grid);
   for (std::size_t e = 0; e < split.size(); ++e) split[e] += second[e];
   EXPECT_EQ(all, split) << "the parts of a split of the rows differ from all rows'";
+  for (std::int64_t l = 0; l < kpl::ExactSumGrid::parts; ++l)  // B_j^T W B_j: exactly symmetric
+    for (std::int64_t j = 0; j < p; ++j)
+      for (int a = 0; a < k; ++a)
+        for (int b = 0; b < a; ++b) {
+          const std::int64_t block = (l * p + j) * k * k;
+          ASSERT_EQ(all[block + a * k + b], all[block + b * k + a])
+              << "part " << l << " block " << j << " (" << a << ", " << b << ")";
+        }
   EXPECT_EQ(all, (exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid, 1, 333)));
   if constexpr (kpl::impl::compact_basis_on_host<Space>)
     EXPECT_EQ(all, (exact_parts_of_rows<Space, T>(host_X, host_w, 0, n, k, degree, grid, 2, 91)));

@@ -43,6 +43,15 @@ KOKKOS_INLINE_FUNCTION void slice_term(double term, const double (&extractor)[Pa
   }
 }
 
+// B^T W B_j (no partner) is symmetric: its entry (a, b) is stored from the
+// sums of entry (max(a, b), min(a, b)), so that the matrix is exactly
+// symmetric and a strategy may add the lower triangle's terms alone (the
+// terms of (a, b) and (b, a), w v_a v_b and w v_b v_a, differ in rounding).
+KOKKOS_INLINE_FUNCTION std::int64_t lower_entry(std::int64_t entry, int k) {
+  const std::int64_t row = entry / k, column = entry - row * k;
+  return column > row ? column * k + row : entry;
+}
+
 // CPU: one thread per (block, chunk) adds each row's slices in row order (the
 // order does not matter to the bits; the rows are cross_products'). Output:
 // ExactPartSums, or ChunkSums with (part, block) pairs part-major as blocks.
@@ -82,7 +91,8 @@ struct CrossProductPartsInRowOrder {
         });
     for (int l = 0; l < parts; ++l)
       for (std::int64_t a = 0; a < entries; ++a)
-        output.store(l * blocks + j, chunk, a, sums[l * entries + a]);
+        output.store(l * blocks + j, chunk, a,
+                     sums[l * entries + (partner < 0 ? lower_entry(a, k) : a)]);
   }
 };
 
@@ -164,29 +174,37 @@ struct CrossProductPartsByAtomics {
 
   // Slice l of a term of entry a: to the pass' integer sums (the pass'
   // first part is `first_part`), or, Checked, beyond 2^52 spacings to the
-  // parts as a double.
+  // parts as a double, there also at entry `mirror` unless it is negative
+  // (the integer sums are mirrored when stored).
   template <bool Checked>
   KOKKOS_INLINE_FUNCTION void add_slice(const SplitScratchSums& sums, std::int64_t j, int l,
-                                        int first_part, int a, double slice,
+                                        int first_part, int a, int mirror, double slice,
                                         double inverse_spacing) const {
     const double multiple = slice * inverse_spacing;
-    if (!Checked || compat::math::fabs(multiple) < 4503599627370496.0)  // 2^52
+    if (!Checked || compat::math::fabs(multiple) < 4503599627370496.0) {  // 2^52
       sums.add((l - first_part) * k * k + a,
                static_cast<unsigned long long>(static_cast<long long>(multiple)));
-    else
+    } else {
       output.store(l * blocks + j, 0, a, slice);
+      if (mirror >= 0) output.store(l * blocks + j, 0, mirror, slice);
+    }
   }
 
   // The row's terms, sliced, their slices of parts [first_part, end_part)
-  // added at (first_j + q, first_other + r).
+  // added at (first_j + q, first_other + r); without a partner the lower
+  // triangle's alone (r <= q: first_j = first_other), a third fewer
+  // atomics.
   template <bool Checked>
   KOKKOS_INLINE_FUNCTION void add_terms(const RowOfTwoBlocks<max_width>& row, int n, std::int64_t j,
                                         int first_part, int end_part,
                                         const double (&inverse_spacing)[Grid::parts],
                                         const SplitScratchSums& sums) const {
     constexpr int parts = Grid::parts;
+    const bool lower_only = partner < 0;
     for (int q = 0; q < n; ++q)
       for (int r = 0; r < n; ++r) {
+        if (lower_only && r > q) continue;
+        const int mirror = lower_only && r < q ? row.corner + r * k + q : -1;
         double slices[parts];
         slice_term(row.left[q] * row.right[r], grid.extractor, slices);
         // All parts' loop, unrolled, so that slices stays in registers; a
@@ -194,7 +212,7 @@ struct CrossProductPartsByAtomics {
         // in local memory, which is much slower.
         for (int l = 0; l < parts; ++l)
           if (AllPartsInOnePass || (l >= first_part && l < end_part))
-            add_slice<Checked>(sums, j, l, first_part, row.corner + q * k + r, slices[l],
+            add_slice<Checked>(sums, j, l, first_part, row.corner + q * k + r, mirror, slices[l],
                                inverse_spacing[l]);
       }
   }
@@ -251,7 +269,8 @@ struct CrossProductPartsByAtomics {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, pass_entries), [&](std::int64_t a) {
         const int l = first_part + int(a / entries);
         const std::int64_t entry = a % entries;
-        const double total = double(static_cast<long long>(sums[int(a)])) * spacing(l);
+        const std::int64_t source = a - entry + (partner < 0 ? lower_entry(entry, k) : entry);
+        const double total = double(static_cast<long long>(sums[int(source)])) * spacing(l);
         output.store(l * blocks + j, chunk, entry, total);
       });
       member.team_barrier();
