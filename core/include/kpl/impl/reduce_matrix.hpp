@@ -13,6 +13,7 @@
 #pragma once
 
 #include <kpl/impl/pack.hpp>
+#include <kpl/impl/reduce_op_reducer.hpp>
 #include <kpl/impl/reduce_tree.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -64,7 +65,7 @@ KOKKOS_INLINE_FUNCTION typename Op::value_type fold_pack(const Op& op, const Pac
 // segment, when Segmented), its vector lanes over the contiguous elements
 // (coalesced on GPUs), Width elements per lane and load (see pack.hpp).
 // Unsegmented, a thread writes its output; segmented, it writes
-// partials(segment, o), which CombineSegments adds in segment order.
+// partials(segment, o), which CombineSegments combines.
 template <class Op, class Access, class Partials, class Output, class ExecutionSpace, int Width,
           bool Segmented>
 struct ReduceAlongContiguous {
@@ -176,15 +177,32 @@ struct ReduceAcrossStrided {
   }
 };
 
-template <class Op, class Partials, class Output>
+// output(o) = the segments' partials(s, o) combined: on CPUs by one thread
+// in segment order; on GPUs by a thread's vector lanes (lane l takes
+// segments l, l + L, ...; then Kokkos' fixed tree of the lanes), since one
+// thread's chain of a thousand dependent loads (the GAM's ranges: 100
+// columns of 1e5 rows in ~1000 segments) took longer than the segments'
+// own kernel.
+template <class ExecutionSpace, class Op, class Partials, class Output>
 struct CombineSegments {
+  using member_type = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
   Op op;
   Partials partials;
   Output output;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t o) const {
-    auto value = op.identity();
-    for (std::size_t s = 0; s < partials.extent(0); ++s) op.combine(value, partials(s, o));
-    output(o) = value;
+  std::int64_t outputs;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& member) const {
+    const std::int64_t o =
+        member.league_rank() * std::int64_t(member.team_size()) + member.team_rank();
+    if (o >= outputs) return;
+    typename Op::value_type value = op.identity();
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, std::int64_t(partials.extent(0))),
+        [&](const std::int64_t s, typename Op::value_type& into) {
+          op.combine(into, partials(s, o));
+        },
+        OpReducer<Op>(op, value));
+    Kokkos::single(Kokkos::PerThread(member), [&] { output(o) = value; });
   }
 };
 
@@ -198,6 +216,18 @@ struct MatrixLabels {
   static constexpr const char* combine_segments =
       Columns ? "kpl::reduce_columns::combine_segments" : "kpl::reduce_rows::combine_segments";
 };
+
+template <bool Columns, class ExecutionSpace, class Op, class Partials, class Output>
+void combine_segments(const ExecutionSpace& space, const Op& op, const Partials& partials,
+                      const Output& output, std::int64_t outputs) {
+  constexpr bool host = runs_on_host_v<ExecutionSpace>;
+  const int team_size = host ? 1 : 8, vector_length = host ? 1 : 32;
+  Kokkos::parallel_for(
+      MatrixLabels<Columns>::combine_segments,
+      Kokkos::TeamPolicy<ExecutionSpace>(
+          space, static_cast<int>((outputs + team_size - 1) / team_size), team_size, vector_length),
+      CombineSegments<ExecutionSpace, Op, Partials, Output>{op, partials, output, outputs});
+}
 
 // Segments of the contiguous reduced dimension for `lanes_per_output`
 // lanes on each output: one unless the outputs' lanes would fill under an
@@ -268,9 +298,7 @@ void reduce_along_contiguous_in_segments(const ExecutionSpace& space, const Acce
     launch_width(std::integral_constant<int, 1>{});
   }
   if (segments == 1) return;
-  Kokkos::parallel_for(MatrixLabels<Columns>::combine_segments,
-                       Kokkos::RangePolicy<ExecutionSpace>(space, 0, outputs),
-                       CombineSegments<Op, Partials, Output>{op, partials, output});
+  combine_segments<Columns>(space, op, partials, output, outputs);
 }
 
 // The reduced dimension contiguous: segments where the outputs are few. A
@@ -338,9 +366,7 @@ void reduce_across_strided(const ExecutionSpace& space, const Access& access, co
                     segments, outputs);
   packed ? launch(Packed{}, std::false_type{}, partials)
          : launch(Single{}, std::false_type{}, partials);
-  Kokkos::parallel_for(MatrixLabels<Columns>::combine_segments,
-                       Kokkos::RangePolicy<ExecutionSpace>(space, 0, outputs),
-                       CombineSegments<Op, Partials, Output>{op, partials, output});
+  combine_segments<Columns>(space, op, partials, output, outputs);
 }
 
 // Throws when output does not hold one value per row (Columns: column).
