@@ -115,21 +115,23 @@ void transpose_product(const ExecutionSpace& space, const EvaluatedBasis<T, Memo
 
 namespace impl {
 
-// max |value| (bound_term) over the rows of an evaluated basis, one (block,
-// row) per index.
+// max |value| (bound_term) over the rows of an evaluated basis: a thread per
+// row i, over every block (consecutive threads read consecutive values of
+// x_j, and no index is divided).
 template <class Rows, int Width>
 struct LargestEvaluatedValue {
   Rows rows;
-  std::int64_t n;
+  std::int64_t blocks;
   int width;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index, double& largest_so_far) const {
-    const std::int64_t j = index / n, i = index - j * n;
-    double row[bspline_max_degree + 1];
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, double& largest_so_far) const {
     const int count = width_or<Width>(width);
-    rows(j, i, row, count);
-    for (int q = 0; q < count; ++q) {
-      const double counted = bound_term(row[q]);
-      if (counted > largest_so_far) largest_so_far = counted;
+    for (std::int64_t j = 0; j < blocks; ++j) {
+      double row[bspline_max_degree + 1];
+      rows(j, i, row, count);
+      for (int q = 0; q < count; ++q) {
+        const double counted = bound_term(row[q]);
+        if (counted > largest_so_far) largest_so_far = counted;
+      }
     }
   }
 };
@@ -148,10 +150,10 @@ CrossProductBounds cross_product_bounds(const ExecutionSpace& space,
   impl::with_basis_rows(basis, [&](const auto& rows, auto width_constant) {
     using Functor =
         impl::LargestEvaluatedValue<std::decay_t<decltype(rows)>, decltype(width_constant)::value>;
-    Kokkos::parallel_reduce(
-        "kpl::evaluated_basis::value_bound",
-        Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.blocks() * basis.rows()),
-        Functor{rows, basis.rows(), basis.width()}, Kokkos::Max<double>(bound));
+    Kokkos::parallel_reduce("kpl::evaluated_basis::value_bound",
+                            Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.rows()),
+                            Functor{rows, basis.blocks(), basis.width()},
+                            Kokkos::Max<double>(bound));
   });
   return {impl::largest_weight(space, w), bound};
 }
