@@ -115,24 +115,32 @@ void transpose_product(const ExecutionSpace& space, const EvaluatedBasis<T, Memo
 
 namespace impl {
 
-// max |value| (bound_term) over the rows of an evaluated basis: a thread per
-// row i, over every block (consecutive threads read consecutive values of
-// x_j, and no index is divided).
-template <class Rows, int Width>
+// max |value| (bound_term) over the rows of an evaluated basis, each value
+// rounded to T: a team per (block, chunk of rows), its threads over the
+// rows. The block's mesh is read once a team, so that the reciprocal of its
+// spacing is formed once, not for every row (a double division).
+template <class ExecutionSpace, class T, class Covariates, class Meshes, class Degree>
 struct LargestEvaluatedValue {
-  Rows rows;
-  std::int64_t blocks;
-  int width;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, double& largest_so_far) const {
-    const int count = width_or<Width>(width);
-    for (std::int64_t j = 0; j < blocks; ++j) {
-      double row[bspline_max_degree + 1];
-      rows(j, i, row, count);
-      for (int q = 0; q < count; ++q) {
-        const double counted = bound_term(row[q]);
-        if (counted > largest_so_far) largest_so_far = counted;
-      }
-    }
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  Covariates covariates;
+  Meshes meshes;
+  Degree degree;
+  std::int64_t rows, chunks;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member, double& largest_so_far) const {
+    const std::int64_t j = member.league_rank() / chunks, chunk = member.league_rank() % chunks;
+    const BsplineMesh mesh = meshes(j);
+    const int width = bspline_degree_value(degree) + 1;
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(member, rows * chunk / chunks, rows * (chunk + 1) / chunks),
+        [&](const std::int64_t i) {
+          double row[bspline_max_degree + 1];
+          bspline_row_of_degree(mesh, covariates(j, i), row, degree);
+          for (int q = 0; q < width; ++q) {
+            const double counted = bound_term(double(T(row[q])));
+            if (counted > largest_so_far) largest_so_far = counted;
+          }
+        });
   }
 };
 
@@ -147,12 +155,14 @@ CrossProductBounds cross_product_bounds(const ExecutionSpace& space,
                                         const WView& w) {
   if (basis.rows() == 0 || basis.blocks() == 0) return {};
   double bound = 0;
-  impl::with_basis_rows(basis, [&](const auto& rows, auto width_constant) {
-    using Functor =
-        impl::LargestEvaluatedValue<std::decay_t<decltype(rows)>, decltype(width_constant)::value>;
+  const std::int64_t chunks = (basis.rows() + 4095) / 4096;
+  impl::with_bspline_degree(basis.degree, [&](auto degree) {
+    using Functor = impl::LargestEvaluatedValue<ExecutionSpace, T, decltype(basis.covariates),
+                                                decltype(basis.meshes), decltype(degree)>;
     Kokkos::parallel_reduce("kpl::evaluated_basis::value_bound",
-                            Kokkos::RangePolicy<ExecutionSpace>(space, 0, basis.rows()),
-                            Functor{rows, basis.blocks(), basis.width()},
+                            Kokkos::TeamPolicy<ExecutionSpace>(
+                                space, static_cast<int>(basis.blocks() * chunks), Kokkos::AUTO),
+                            Functor{basis.covariates, basis.meshes, degree, basis.rows(), chunks},
                             Kokkos::Max<double>(bound));
   });
   return {impl::largest_weight(space, w), bound};

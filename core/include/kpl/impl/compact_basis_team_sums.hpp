@@ -58,11 +58,7 @@ struct RowOfTwoBlocks {
     const double weight = w.extent(0) != 0 ? double(w(i)) : 1.0;
     if (weight == 0) return false;
     const int first_j = rows(j, i, left, width);
-    int first_other = first_j;
-    if (other != j)
-      first_other = rows(other, i, right, width);
-    else  // one read (an evaluated row: one evaluation) for both
-      for (int q = 0; q < width; ++q) right[q] = left[q];
+    const int first_other = rows(other, i, right, width);
     for (int q = 0; q < width; ++q) left[q] = left_of(weight, left[q]);
     corner = first_j * k + first_other;
     return true;
