@@ -117,8 +117,7 @@ namespace impl {
 
 // max |value| (bound_term) over the rows of an evaluated basis, each value
 // rounded to T: a team per (block, chunk of rows), its threads over the
-// rows. The block's mesh is read once a team, so that the reciprocal of its
-// spacing is formed once, not for every row (a double division).
+// rows. Its evaluations bound it (perf/RESULTS.md, stop 50).
 template <class ExecutionSpace, class T, class Covariates, class Meshes, class Degree>
 struct LargestEvaluatedValue {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;

@@ -1,9 +1,9 @@
 // A basis' rows as the kernels that take whole rows read them (the exact
 // parts of B^T W B, the GAM's update of f): rows(j, i, values, width) writes
 // the width values of block j's row i, as doubles, and returns the index of
-// the block's column that values[0] belongs to. The caller passes the width
-// (rows.width(), or the same as a compile-time constant, so that the loops
-// unroll and the row stays in registers). The compact basis reads the row
+// the block's column that values[0] belongs to. The caller passes the
+// basis' width, as a compile-time constant where with_basis_rows gives one,
+// so that the loops unroll and the row stays in registers. The compact basis reads the row
 // it stores; the evaluated one computes it from x_j(i), rounded to T as the
 // compact basis stores it, so that both give the same values and the
 // kernels on either the same bits.
@@ -25,7 +25,6 @@ struct StoredBasisRows {
   FirstView first;
   ValuesView values;
 
-  KOKKOS_INLINE_FUNCTION int width() const { return static_cast<int>(values.extent(1)); }
   KOKKOS_INLINE_FUNCTION int operator()(std::int64_t j, std::int64_t i, double* row,
                                         int width) const {
     for (int q = 0; q < width; ++q) row[q] = double(values(j, q, i));
@@ -40,7 +39,6 @@ struct EvaluatedBasisRows {
   Meshes meshes;
   Degree degree;
 
-  KOKKOS_INLINE_FUNCTION int width() const { return bspline_degree_value(degree) + 1; }
   KOKKOS_INLINE_FUNCTION int operator()(std::int64_t j, std::int64_t i, double* row,
                                         int width) const {
     const int first = bspline_row_of_degree(meshes(j), covariates(j, i), row, degree);
