@@ -164,6 +164,106 @@ KPL_EXECUTION_SPACE_TEST(GamPenalties, TeamsMatchHighPrecisionReferences) {
   check_references<TypeParam>();
 }
 
+// The teams' Cholesky factor (gam_team_cholesky) with every team shape,
+// for k = 7 and 32: L L^T = A to rounding, and the bits of the textbook's
+// left-looking order written out here (each product rounded, then each
+// difference, in index order: the host's cholesky). A matrix that is not
+// positive definite is refused by every thread.
+template <class Space>
+void check_team_cholesky() {
+  using Memory = typename Space::memory_space;
+  using Policy = Kokkos::TeamPolicy<Space>;
+  using Scratch = Kokkos::View<double*, typename Space::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  std::mt19937_64 generator(3);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (const int k : {7, 32}) {
+    // A = C C^T + k I, positive definite; the second matrix is not.
+    Matrix a(k * k), c(k * k);
+    for (double& value : c) value = uniform(generator);
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < k; ++j) {
+        double sum = i == j ? k : 0.0;
+        for (int p = 0; p < k; ++p) sum += c[i * k + p] * c[j * k + p];
+        a[i * k + j] = sum;
+      }
+    Matrix indefinite(a);
+    indefinite[(k - 1) * k + k - 1] = -1;
+    Matrix expected(k * k, 0.0);
+    for (int j = 0; j < k; ++j) {
+      double pivot = a[j * k + j];
+      for (int p = 0; p < j; ++p) {
+        const volatile double square = expected[j * k + p] * expected[j * k + p];
+        pivot -= square;
+      }
+      expected[j * k + j] = std::sqrt(pivot);
+      for (int i = j + 1; i < k; ++i) {
+        double sum = a[i * k + j];
+        for (int p = 0; p < j; ++p) {
+          const volatile double term = expected[i * k + p] * expected[j * k + p];
+          sum -= term;
+        }
+        expected[i * k + j] = sum / expected[j * k + j];
+      }
+    }
+    for (const auto& [team_size, vector_length] : team_shapes<Space>()) {
+      const bool on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible;
+      const int lanes = vector_length != 0 ? vector_length : on_host ? 1 : 32;
+      for (const bool definite : {true, false}) {
+        Kokkos::View<double*, Kokkos::HostSpace> host_a("a", k * k);
+        std::copy_n((definite ? a : indefinite).begin(), k * k, host_a.data());
+        const auto device_a = Kokkos::create_mirror_view_and_copy(Memory(), host_a);
+        Kokkos::View<double*, Memory> factor("factor", k * k);
+        Kokkos::View<int*, Memory> accepted("accepted", 64 * lanes);
+        Kokkos::deep_copy(accepted, -1);
+        const auto kernel = KOKKOS_LAMBDA(const typename Policy::member_type& member) {
+          const Scratch lower(member.team_scratch(0), k * k), diagonal(member.team_scratch(0), k);
+          const bool ok = kpl::impl::gam_team_cholesky(
+              member, k, [&](int i, int j) { return device_a(i * k + j); }, lower.data(),
+              diagonal.data());
+          member.team_barrier();
+          // Each thread's and lane's own verdict.
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(member, member.team_size()), [&](int) {
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, lanes), [&](int lane) {
+              accepted(member.team_rank() * lanes + lane) = ok ? 1 : 0;
+            });
+          });
+          Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k * k),
+                               [&](int e) { factor(e) = e % k <= e / k ? lower(e) : 0.0; });
+        };
+        const std::size_t bytes = Scratch::shmem_size(k * k) + Scratch::shmem_size(k);
+        const int wanted = team_size != 0 ? team_size : on_host ? 1 : 16;
+        const int threads = std::min(wanted, Policy(1, 1, lanes)
+                                                 .set_scratch_size(0, Kokkos::PerTeam(bytes))
+                                                 .team_size_max(kernel, Kokkos::ParallelForTag()));
+        SCOPED_TRACE("k " + std::to_string(k) + ", team " + std::to_string(threads) + " x " +
+                     std::to_string(lanes) + (definite ? "" : ", not positive definite"));
+        Kokkos::parallel_for("test::gam::team_cholesky",
+                             Policy(1, threads, lanes).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+                             kernel);
+        const auto verdicts = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), accepted);
+        for (int t = 0; t < 64 * lanes; ++t)
+          EXPECT_EQ(verdicts(t), t < threads * lanes ? (definite ? 1 : 0) : -1) << "thread " << t;
+        if (!definite) continue;
+        const auto host_factor = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), factor);
+        for (int e = 0; e < k * k; ++e)
+          EXPECT_EQ(host_factor(e), expected[e]) << "L(" << e / k << ", " << e % k << ")";
+        double worst = 0;
+        for (int i = 0; i < k; ++i)
+          for (int j = 0; j <= i; ++j) {
+            double sum = 0;
+            for (int p = 0; p <= j; ++p) sum += host_factor(i * k + p) * host_factor(j * k + p);
+            worst = std::max(worst, std::fabs(sum - a[i * k + j]));
+          }
+        EXPECT_LT(worst, 1e-12 * largest_magnitude(a)) << "L L^T - A";
+      }
+    }
+  }
+}
+KPL_EXECUTION_SPACE_TEST(GamPenalties, TeamCholeskyHasTheHostOrdersBits) {
+  check_team_cholesky<TypeParam>();
+}
+
 // G = B^T B of a cubic learner of k functions at the given x.
 Matrix gram_at(const std::vector<double>& x, int k) {
   Matrix gram(k * k, 0.0);

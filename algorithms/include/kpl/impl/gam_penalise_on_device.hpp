@@ -7,9 +7,11 @@
 // host's cores, M and R cross back. Here G stays where it is and M, R are
 // written where the iterations read them.
 //
-// A team follows the host's algorithm and its decisions; each reduction
-// is grouped by the team's lanes, so the bits differ from the host's in the
-// last places, and the same team shape gives the same bits on every run.
+// A team follows the host's algorithm and its decisions. The Cholesky
+// factors and forward substitutions add in the host's order, with its
+// roundings; the other reductions are grouped by the team's lanes, so the
+// bits differ from the host's in the last places, and the same team shape
+// gives the same bits on every run.
 // A learner whose problem is not the usual one (G singular without the
 // ridge, so that rank(B) needs G's spectrum; Jacobi not converged; a df no
 // lambda reaches; G + lambda K singular; values that are not finite) is
@@ -83,12 +85,44 @@ KOKKOS_INLINE_FUNCTION void gam_one_of_team(const Member& member, const Work& wo
   if (member.team_rank() == 0) gam_one_lane(member, work);
 }
 
+// sum - a b, rounded after the product and again after the difference (no
+// fused multiply-add): the host's arithmetic, so that the same order of
+// operations gives the host's bits.
+KOKKOS_INLINE_FUNCTION double gam_minus_product(double sum, double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(sum, __dmul_rn(a, b));
+#else
+  const volatile double product = a * b;  // not contracted with the difference
+  return sum - product;
+#endif
+}
+
+// work(i) for each i in [begin, end), spread over the team's threads first
+// and their lanes second: thread t's lanes take t, t + T, t + 2T, ... (T
+// threads), so that the few rows or columns of a step run side by side, and
+// on GPUs at most two lanes of a warp meet in a bank when they walk rows k
+// apart.
+template <class Member, class Work>
+KOKKOS_INLINE_FUNCTION void gam_team_lanes_for(const Member& member, int begin, int end,
+                                               const Work& work) {
+  const int threads = member.team_size();
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, threads), [&](const int t) {
+    const int count = end - begin > t ? (end - begin - t + threads - 1) / threads : 0;
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, count),
+                         [&](const int l) { work(begin + t + l * threads); });
+  });
+}
+
 // L (row-major, lower triangle) with L L^T = A, A's entries from entry(i,
 // j); false, on every thread alike, when A is not numerically positive
 // definite (the host's test). A's lower triangle is first copied into
 // lower, and its diagonal into diagonal (k values), so that the chain of
-// columns reads the team's scratch, not global memory. Left-looking:
-// column j from the rows above, each row's entry replaced by L's.
+// columns reads the team's scratch, not global memory. Left-looking, the
+// host's cholesky step for step: column j's pivot from row j, computed by
+// every lane, and each row below it by a lane of its own
+// (gam_team_lanes_for), each sum in index order as the host adds it, so L
+// has the host's bits. A column is then one chain of j dependent
+// operations, not one per row a thread holds.
 template <class Member, class Entry>
 KOKKOS_INLINE_FUNCTION bool gam_team_cholesky(const Member& member, int k, const Entry& entry,
                                               double* lower, double* diagonal) {
@@ -102,15 +136,15 @@ KOKKOS_INLINE_FUNCTION bool gam_team_cholesky(const Member& member, int k, const
   for (int i = 0; i < k; ++i) largest_diagonal = gam_math::fmax(largest_diagonal, diagonal[i]);
   for (int j = 0; j < k; ++j) {
     const double* row_j = lower + j * k;
-    const double pivot_square =
-        diagonal[j] - gam_lanes_sum(member, j, [&](int p) { return row_j[p] * row_j[p]; });
+    double pivot_square = diagonal[j];
+    for (int p = 0; p < j; ++p) pivot_square = gam_minus_product(pivot_square, row_j[p], row_j[p]);
     if (!(pivot_square > 1e-14 * largest_diagonal)) return false;
     const double pivot = gam_math::sqrt(pivot_square);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, j + 1, k), [&](const int i) {
+    gam_team_lanes_for(member, j + 1, k, [&](const int i) {
       double* row_i = lower + i * k;
-      const double a = row_i[j];  // read before the lanes' sum orders it before the write
-      const double sum = a - gam_lanes_sum(member, j, [&](int p) { return row_i[p] * row_j[p]; });
-      gam_one_lane(member, [&] { row_i[j] = sum / pivot; });
+      double sum = row_i[j];
+      for (int p = 0; p < j; ++p) sum = gam_minus_product(sum, row_i[p], row_j[p]);
+      row_i[j] = sum / pivot;
     });
     gam_one_of_team(member, [&] { lower[j * k + j] = pivot; });
     member.team_barrier();
@@ -218,16 +252,16 @@ struct GamTeamPenalties {
             member, k, [&](int i, int j) { return gram_j[i * k + j] + 1e-9 * penalty(i * k + j); },
             space.lower, space.sizes))
       return false;
-    // W = L^-1 F by forward substitution, a thread a column; stored by
-    // columns (W's column c at work[c k]) so that the lanes read along rows.
+    // W = L^-1 F by forward substitution, a lane a column (W's column c at
+    // work[c k]), each sum in the host's order (solve_lower).
     double* columns = space.work;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, rank), [&](const int c) {
+    gam_team_lanes_for(member, 0, rank, [&](const int c) {
       double* column = columns + c * k;
       for (int i = 0; i < k; ++i) {
         const double* row_i = space.lower + i * k;
-        const double sum = factor(i * k + c) -
-                           gam_lanes_sum(member, i, [&](int p) { return row_i[p] * column[p]; });
-        gam_one_lane(member, [&] { column[i] = sum / row_i[i]; });
+        double sum = factor(i * k + c);
+        for (int p = 0; p < i; ++p) sum = gam_minus_product(sum, row_i[p], column[p]);
+        column[i] = sum / row_i[i];
       }
     });
     member.team_barrier();
@@ -466,16 +500,16 @@ struct GamTeamPenalties {
             [&](int i, int j) { return gram_j[i * k + j] + lambda_j * penalty(i * k + j); },
             space.lower, space.sizes))
       return false;
-    // L^-1 by columns: column c at inverse_lower[c k], its rows from c on.
+    // L^-1 by columns: column c at inverse_lower[c k], its rows from c on, a
+    // lane a column, each sum in the host's order (invert_lower).
     double* inverse_lower = space.work;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int c) {
+    gam_team_lanes_for(member, 0, k, [&](const int c) {
       double* column = inverse_lower + c * k;
       for (int i = c; i < k; ++i) {
         const double* row_i = space.lower + i * k;
-        const double sum = (i == c ? 1.0 : 0.0) - gam_lanes_sum(member, i - c, [&](int p) {
-                             return row_i[c + p] * column[c + p];
-                           });
-        gam_one_lane(member, [&] { column[i] = sum / row_i[i]; });
+        double sum = i == c ? 1.0 : 0.0;
+        for (int p = c; p < i; ++p) sum = gam_minus_product(sum, row_i[p], column[p]);
+        column[i] = sum / row_i[i];
       }
     });
     member.team_barrier();
