@@ -365,8 +365,11 @@ struct GamTeamPenalties {
     // Seat 0 stays; the others move one place a round, and a sweep's seats - 1
     // rounds bring them back.
     const auto seated = [&](int seat, int round) {
-      return seat == 0 ? 0 : 1 + ((seat - 1 - round) % (seats - 1) + (seats - 1)) % (seats - 1);
+      if (seat == 0) return 0;
+      const int place = seat - 1 - round;  // in (-(seats - 1), seats - 1)
+      return 1 + (place < 0 ? place + seats - 1 : place);
     };
+    int rotations_before = -1;  // the last sweep's, once there was one
     for (int sweep = 0;; ++sweep) {
       if (sweep == 60) return false;
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, columns), [&](const int a) {
@@ -376,6 +379,12 @@ struct GamTeamPenalties {
         gam_one_lane(member, [&] { squares[a] = norm; });
       });
       member.team_barrier();
+      // After a sweep of few rotations this one may find none: every pair is
+      // first tested at once (pairs_to_rotate), and the sweep is run only
+      // where one would rotate.
+      if (rotations_before >= 0 && rotations_before <= columns &&
+          pairs_to_rotate(member, x, squares) == 0)
+        return true;
       int rotations = 0;
       for (int round = 0; round + 1 < seats; ++round) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, seats / 2), [&](const int q) {
@@ -413,7 +422,37 @@ struct GamTeamPenalties {
           Kokkos::TeamThreadRange(member, member.team_size()),
           [&](int, int& sum) { sum += rotations; }, team_rotations);
       if (team_rotations == 0) return true;
+      rotations_before = team_rotations;
     }
+  }
+
+  // How many pairs of x's columns one-sided Jacobi would rotate, all tested
+  // at once as a sweep tests them one at a time (the same sums, the same
+  // bits). A sweep that rotates none leaves x and the squares as they are,
+  // so it tests each pair on the values tested here: this count is 0
+  // exactly where that sweep would find no rotation.
+  KOKKOS_FUNCTION int pairs_to_rotate(const Member& member, const double* x,
+                                      const double* squares) const {
+    const int columns = problem.rank, length = columns;
+    const double tolerance = problem.jacobi_tolerance;
+    int count = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, columns * (columns - 1) / 2),
+        [&](const int pair, int& partial) {
+          int a = 0, rest = pair;  // pair = (a, b), a < b, in row order
+          while (rest >= columns - 1 - a) rest -= columns - 1 - a++;
+          const int b = a + 1 + rest;
+          const double* left = x + a * length;
+          const double* right = x + b * length;
+          const double alpha = squares[a], beta = squares[b];
+          const double gamma =
+              gam_lanes_sum(member, length, [&](int r) { return left[r] * right[r]; });
+          if (!(alpha == 0 || beta == 0 ||
+                gam_math::fabs(gamma) <= tolerance * gam_math::sqrt(alpha * beta)))
+            ++partial;
+        },
+        count);
+    return count;
   }
 
   // lambda with df(lambda) = the target (lambda_for_df's root, to the last
