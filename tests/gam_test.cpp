@@ -1822,6 +1822,36 @@ KPL_EXECUTION_SPACE_TEST(Gam, SelectAndTakeStepInOneKernel) {
   check_select_and_take_step<TypeParam>();
 }
 
+// x transposed for the evaluated basis through 32 x 32 tiles
+// (impl/evaluated_basis_transpose_product.hpp), as GPUs take a row-major X:
+// 70 rows and 45 covariates (partial tiles both ways), by teams of the GPU's
+// 256 threads (one on CPUs) and of 2, against the transpose read off on the
+// host; a value left unwritten stays NaN and fails.
+template <class Space>
+void check_transpose_by_tiles() {
+  using Memory = typename Space::memory_space;
+  const std::int64_t n = 70, p = 45;
+  HostMatrix host_X("X", n, p);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < p; ++j) host_X(i, j) = 1000.0 * i + j + 0.5;
+  const auto X = on_device<Space>(host_X);
+  const bool on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible;
+  for (const int team_size : {on_host ? 1 : 256, std::min(2, Space().concurrency())}) {
+    Kokkos::View<double**, Kokkos::LayoutRight, Memory> covariates("covariates", p, n);
+    Kokkos::deep_copy(covariates, std::numeric_limits<double>::quiet_NaN());
+    kpl::impl::transpose_covariates_by_tiles(Space(), X, covariates, team_size);
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), covariates);
+    int wrong = 0;
+    for (std::int64_t j = 0; j < p; ++j)
+      for (std::int64_t i = 0; i < n; ++i)
+        if (!(host(j, i) == host_X(i, j))) ++wrong;
+    EXPECT_EQ(wrong, 0) << "team size " << team_size;
+  }
+}
+KPL_EXECUTION_SPACE_TEST(Gam, CovariatesTransposedByTiles) {
+  check_transpose_by_tiles<TypeParam>();
+}
+
 KPL_EXECUTION_SPACE_TEST(Gam, KnotSpacingMustBeANormalNumber) {
   using Space = TypeParam;
   const std::int64_t n = 60;

@@ -36,13 +36,72 @@ struct TransposeCovariates {
   }
 };
 
+// The same through 32 x 32 tiles in team scratch, for a row-major X on GPUs:
+// a team reads its tile's 32 rows of X 32 consecutive values at a time, and
+// writes each of its 32 covariates' 32 consecutive rows. Read one value a
+// thread as above, X's rows p values apart cost a 32-byte sector for every
+// 8-byte value.
+template <class ExecutionSpace, class XView, class Covariates>
+struct TransposeCovariatesByTiles {
+  using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  using Scratch = Kokkos::View<double*, typename ExecutionSpace::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  static constexpr int tile = 32, stride = tile + 1;  // + 1: fewer shared-memory bank conflicts
+  XView X;
+  Covariates covariates;
+  std::int64_t rows, blocks, row_tiles;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const std::int64_t first_row = member.league_rank() % row_tiles * tile;
+    const std::int64_t first_block = member.league_rank() / row_tiles * tile;
+    const Scratch values(member.team_scratch(0), tile * stride);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile * tile), [&](const int e) {
+      const int r = e / tile, b = e % tile;
+      if (first_row + r < rows && first_block + b < blocks)
+        values(r * stride + b) = static_cast<double>(X(first_row + r, first_block + b));
+    });
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile * tile), [&](const int e) {
+      const int b = e / tile, r = e % tile;
+      if (first_row + r < rows && first_block + b < blocks)
+        covariates(first_block + b, first_row + r) = values(r * stride + b);
+    });
+  }
+};
+
+// By tiles with teams of team_size threads (public so that a test can run it
+// on CPU threads too).
+template <class ExecutionSpace, class XView, class Covariates>
+void transpose_covariates_by_tiles(const ExecutionSpace& space, const XView& X,
+                                   const Covariates& covariates, int team_size) {
+  using Functor = TransposeCovariatesByTiles<ExecutionSpace, XView, Covariates>;
+  const std::int64_t rows = covariates.extent(1), blocks = covariates.extent(0);
+  if (rows == 0 || blocks == 0) return;
+  const std::int64_t row_tiles = (rows + Functor::tile - 1) / Functor::tile;
+  const std::int64_t block_tiles = (blocks + Functor::tile - 1) / Functor::tile;
+  Kokkos::parallel_for(
+      "kpl::evaluated_basis::transpose_covariates",
+      Kokkos::TeamPolicy<ExecutionSpace>(space, static_cast<int>(row_tiles * block_tiles),
+                                         team_size)
+          .set_scratch_size(
+              0, Kokkos::PerTeam(Functor::Scratch::shmem_size(Functor::tile * Functor::stride))),
+      Functor{X, covariates, rows, blocks, row_tiles});
+}
+
+// covariates := X transposed: by tiles where X is row-major on a GPU, else one
+// value a thread (a column-major X is read along its columns then).
 template <class ExecutionSpace, class XView, class Covariates>
 void transpose_covariates(const ExecutionSpace& space, const XView& X,
                           const Covariates& covariates) {
-  Kokkos::parallel_for(
-      "kpl::evaluated_basis::transpose_covariates",
-      Kokkos::RangePolicy<ExecutionSpace>(space, 0, std::int64_t(covariates.size())),
-      TransposeCovariates<XView, Covariates>{X, covariates, std::int64_t(covariates.extent(1))});
+  if constexpr (!compact_basis_on_host<ExecutionSpace> &&
+                !std::is_same_v<typename XView::array_layout, Kokkos::LayoutLeft>) {
+    transpose_covariates_by_tiles(space, X, covariates, 256);
+  } else {
+    Kokkos::parallel_for(
+        "kpl::evaluated_basis::transpose_covariates",
+        Kokkos::RangePolicy<ExecutionSpace>(space, 0, std::int64_t(covariates.size())),
+        TransposeCovariates<XView, Covariates>{X, covariates, std::int64_t(covariates.extent(1))});
+  }
 }
 
 // CPU: one thread per (block, chunk) evaluates and sums the chunk's rows in
