@@ -153,7 +153,8 @@ struct CrossProductsByRowsInFixedPoint {
   }
 
   // Row i's terms w(i) B_j(i, first_j + q) B_other(i, first_other + r),
-  // scaled, added at (first_j + q, first_other + r).
+  // scaled, added at (first_j + q, first_other + r): with a compile-time
+  // width, the width terms of each q together (SplitScratchSums::add_several).
   KOKKOS_INLINE_FUNCTION void add_row(std::int64_t j, std::int64_t other, std::int64_t i,
                                       double scale, const SplitScratchSums& sums) const {
     const int n = width_or<Width>(width);
@@ -161,9 +162,20 @@ struct CrossProductsByRowsInFixedPoint {
     if (!row.read(StoredBasisRows<FirstView, ValuesView>{first, values}, w, j, other, i, k, n,
                   [&](double weight, double value) { return weight * value * scale; }))
       return;
-    for (int q = 0; q < n; ++q)
-      for (int r = 0; r < n; ++r)
-        sums.add(row.corner + q * k + r, to_fixed_point(row.right[r], row.left[q]));
+    for (int q = 0; q < n; ++q) {
+      if constexpr (Width > 0) {
+        int entries[Width];
+        unsigned long long terms[Width];
+        for (int r = 0; r < Width; ++r) {
+          entries[r] = row.corner + q * k + r;
+          terms[r] = to_fixed_point(row.right[r], row.left[q]);
+        }
+        sums.add_several(entries, terms);
+      } else {
+        for (int r = 0; r < n; ++r)
+          sums.add(row.corner + q * k + r, to_fixed_point(row.right[r], row.left[q]));
+      }
+    }
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -40,6 +41,31 @@ KOKKOS_INLINE_FUNCTION void slice_term(double term, const double (&extractor)[Pa
     const double on_grid = (extractor[l] + term) - extractor[l];
     slices[l] = on_grid;
     term -= on_grid;
+  }
+}
+
+// The slices of slice_term as the integer multiples of their grids'
+// spacings (slice l = multiples[l] g_l), read from the bits of
+// extractor_l + term rather than by a product and a conversion to integer
+// for each: between 2^52 g_l and 2^53 g_l consecutive doubles are g_l apart
+// and their bits consecutive integers, so the bits' difference from
+// extractor_l's counts the spacings (two's complement where the slice is
+// negative). Only for terms whose every slice is within 2^51 spacings of
+// its grid, where extractor_l + term stays in that range: the rows that
+// CrossProductPartsByAtomics adds unchecked.
+KOKKOS_INLINE_FUNCTION unsigned long long double_bits(double value) {
+  unsigned long long bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+template <int Parts>
+KOKKOS_INLINE_FUNCTION void slice_term_multiples(double term, const double (&extractor)[Parts],
+                                                 unsigned long long (&multiples)[Parts]) {
+  for (int l = 0; l < Parts; ++l) {
+    const double shifted = extractor[l] + term;
+    multiples[l] = double_bits(shifted) - double_bits(extractor[l]);
+    term -= shifted - extractor[l];
   }
 }
 
@@ -217,6 +243,25 @@ struct CrossProductPartsByAtomics {
       }
   }
 
+  // add_terms for a row whose slices cannot leave their grids, all parts in
+  // one pass: each term's slices as integers from their bits
+  // (slice_term_multiples: the integers add_slice computes), added together
+  // (add_several). The same sums, bit for bit.
+  KOKKOS_INLINE_FUNCTION void add_terms_in_grid(const RowOfTwoBlocks<max_width>& row, int n,
+                                                const SplitScratchSums& sums) const {
+    constexpr int parts = Grid::parts;
+    const bool lower_only = partner < 0;
+    for (int q = 0; q < n; ++q)
+      for (int r = 0; r < n; ++r) {
+        if (lower_only && r > q) continue;
+        int entries[parts];
+        unsigned long long multiples[parts];
+        slice_term_multiples(row.left[q] * row.right[r], grid.extractor, multiples);
+        for (int l = 0; l < parts; ++l) entries[l] = l * k * k + row.corner + q * k + r;
+        sums.add_several(entries, multiples);
+      }
+  }
+
   // Row i's terms added. A row whose terms are all below 2^51 spacings of
   // grid 0 (|terms| <= sum |left| x sum |right|) needs no slice tested:
   // slice 0 is then below 2^52 spacings, and each later one, a remainder
@@ -238,10 +283,13 @@ struct CrossProductPartsByAtomics {
       left_sum += compat::math::fabs(row.left[q]);
       right_sum += compat::math::fabs(row.right[q]);
     }
-    if (left_sum * right_sum < 2251799813685248.0 * spacing(0))  // 2^51
-      add_terms<false>(row, n, j, first_part, end_part, inverse_spacing, sums);
-    else
+    const bool in_grid = left_sum * right_sum < 2251799813685248.0 * spacing(0);  // 2^51
+    if (!in_grid)
       add_terms<true>(row, n, j, first_part, end_part, inverse_spacing, sums);
+    else if constexpr (AllPartsInOnePass)
+      add_terms_in_grid(row, n, sums);
+    else
+      add_terms<false>(row, n, j, first_part, end_part, inverse_spacing, sums);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {

@@ -129,6 +129,37 @@ struct SplitScratchSums {
     if (high_part != 0) Kokkos::atomic_add(high + a, high_part);
   }
 
+  // Entries a[e] += values[e] for e < N, each as add() does it, but with
+  // the N low-word atomics issued before the first carry is needed. One
+  // add() after another, each carry waits for its atomic's return before
+  // the next atomic may issue (the asm statements keep their order), so a
+  // thread paid one round trip to shared memory for every term; here N of
+  // them overlap. Any interleaving leaves the same sums (see add()).
+  template <int N>
+  KOKKOS_INLINE_FUNCTION void add_several(const int (&a)[N],
+                                          const unsigned long long (&values)[N]) const {
+#if defined(__CUDA_ARCH__)
+    if (level == 0) {
+      unsigned before[N];
+      for (int e = 0; e < N; ++e)
+        asm volatile("atom.shared.add.u32 %0, [%1], %2;"
+                     : "=r"(before[e])
+                     : "r"(low_address + 4u * unsigned(a[e])), "r"(static_cast<unsigned>(values[e]))
+                     : "memory");
+      for (int e = 0; e < N; ++e) {
+        const unsigned low_part = static_cast<unsigned>(values[e]);
+        const unsigned high_part = static_cast<unsigned>(values[e] >> 32) +
+                                   static_cast<unsigned>(before[e] + low_part < before[e]);
+        asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(high_address + 4u * unsigned(a[e])),
+                     "r"(high_part)
+                     : "memory");
+      }
+      return;
+    }
+#endif
+    for (int e = 0; e < N; ++e) add(a[e], values[e]);
+  }
+
   KOKKOS_INLINE_FUNCTION unsigned long long operator[](int a) const {
     return (static_cast<unsigned long long>(high[a]) << 32) |
            static_cast<unsigned long long>(low[a]);
