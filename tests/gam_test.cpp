@@ -621,6 +621,36 @@ KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfCrossProductsDoNotDependOnTheSplit) {
   check_exact_parts<TypeParam, double>(400, 1, 64, 3, 1e-12);
 }
 
+// The evaluated basis' value bound (the exact parts' grid) sees every row:
+// the largest value, a cubic spline's 2/3 at a knot, in one row of one
+// covariate only, every other x in the middle of an interval (values of
+// 23/48 at most), that row first, in the middle or last, so that it falls
+// in a team's groups of rows loaded together or in their remainder.
+KPL_EXECUTION_SPACE_TEST(Gam, EvaluatedValueBoundSeesEveryRow) {
+  using Space = TypeParam;
+  const kpl::BsplineMesh mesh{0.0, 1.0, 10, 3};
+  const double interval = 1.0 / 7;  // k - degree intervals
+  for (const std::int64_t n : {1, 7, 4101, 12419}) {
+    for (const std::int64_t special : {std::int64_t(0), n / 2, n - 1}) {
+      HostMatrix X("X", n, 2);
+      double expected = 0;
+      for (std::int64_t i = 0; i < n; ++i)
+        for (int j = 0; j < 2; ++j) {
+          X(i, j) = j == 1 && i == special ? 3 * interval : (i % 7 + 0.5) * interval;
+          for (const double value : reference_row(mesh, X(i, j)))
+            expected = std::max(expected, std::fabs(value));
+        }
+      ASSERT_NEAR(expected, 2.0 / 3, 1e-14);
+      const auto basis =
+          kpl::evaluated_bspline_basis<double>(Space(), "bound", on_device<Space>(X), {mesh, mesh});
+      const auto bounds = kpl::cross_product_bounds(
+          Space(), basis, Kokkos::View<double*, typename Space::memory_space>());
+      EXPECT_NEAR(bounds.value, expected, 1e-14) << "n " << n << ", row " << special;
+      EXPECT_EQ(bounds.weight, 1.0);
+    }
+  }
+}
+
 // A NaN or infinite weight makes the parts NaN; weights of zero, zero; no
 // rows at all, zero.
 KPL_EXECUTION_SPACE_TEST(Gam, ExactPartsOfNonFiniteAndZeroWeights) {

@@ -116,30 +116,47 @@ void transpose_product(const ExecutionSpace& space, const EvaluatedBasis<T, Memo
 namespace impl {
 
 // max |value| (bound_term) over the rows of an evaluated basis, each value
-// rounded to T: a team per (block, chunk of rows), its threads over the
-// rows. Its evaluations bound it (perf/RESULTS.md, stop 50).
+// rounded to T: a team per (block, chunk of rows), thread t over rows
+// begin + t, begin + t + T, ... (T threads), four of them loaded before the
+// first is evaluated. One row at a time, each thread waited for its load
+// and the kernel issued an instruction every other cycle (ncu; stop 52 in
+// perf/RESULTS.md); the evaluated product loads its rows the same way.
 template <class ExecutionSpace, class T, class Covariates, class Meshes, class Degree>
 struct LargestEvaluatedValue {
   using Member = typename Kokkos::TeamPolicy<ExecutionSpace>::member_type;
+  static constexpr int rows_in_flight = 4;
   Covariates covariates;
   Meshes meshes;
   Degree degree;
   std::int64_t rows, chunks;
 
+  KOKKOS_INLINE_FUNCTION static void count_row(const BsplineMesh& mesh, double x, Degree degree,
+                                               double& largest) {
+    double row[bspline_max_degree + 1];
+    bspline_row_of_degree(mesh, x, row, degree);
+    for (int q = 0; q < bspline_degree_value(degree) + 1; ++q) {
+      const double counted = bound_term(double(T(row[q])));
+      if (counted > largest) largest = counted;
+    }
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member, double& largest_so_far) const {
     const std::int64_t j = member.league_rank() / chunks, chunk = member.league_rank() % chunks;
     const BsplineMesh mesh = meshes(j);
-    const int width = bspline_degree_value(degree) + 1;
-    Kokkos::parallel_for(
-        Kokkos::TeamThreadRange(member, rows * chunk / chunks, rows * (chunk + 1) / chunks),
-        [&](const std::int64_t i) {
-          double row[bspline_max_degree + 1];
-          bspline_row_of_degree(mesh, covariates(j, i), row, degree);
-          for (int q = 0; q < width; ++q) {
-            const double counted = bound_term(double(T(row[q])));
-            if (counted > largest_so_far) largest_so_far = counted;
-          }
-        });
+    const std::int64_t begin = rows * chunk / chunks, end = rows * (chunk + 1) / chunks;
+    const double* x = &covariates(j, 0);
+    const int threads = member.team_size();
+    double largest = largest_so_far;  // a register; Kokkos' value may live in shared memory
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, threads), [&](const int t) {
+      std::int64_t i = begin + t;
+      for (; i + (rows_in_flight - 1) * threads < end; i += rows_in_flight * threads) {
+        double loaded[rows_in_flight];
+        for (int r = 0; r < rows_in_flight; ++r) loaded[r] = x[i + r * threads];
+        for (int r = 0; r < rows_in_flight; ++r) count_row(mesh, loaded[r], degree, largest);
+      }
+      for (; i < end; i += threads) count_row(mesh, x[i], degree, largest);
+    });
+    if (largest > largest_so_far) largest_so_far = largest;
   }
 };
 
