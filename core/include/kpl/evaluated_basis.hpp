@@ -146,7 +146,7 @@ struct LargestEvaluatedValue {
     const std::int64_t begin = rows * chunk / chunks, end = rows * (chunk + 1) / chunks;
     const double* x = &covariates(j, 0);
     const int threads = member.team_size();
-    double largest = largest_so_far;  // a register; Kokkos' value may live in shared memory
+    double largest = largest_so_far;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, threads), [&](const int t) {
       std::int64_t i = begin + t;
       for (; i + (rows_in_flight - 1) * threads < end; i += rows_in_flight * threads) {

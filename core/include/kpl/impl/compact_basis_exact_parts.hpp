@@ -216,31 +216,37 @@ struct CrossProductPartsByAtomics {
     }
   }
 
+  // term(q, r) for each term of a row of width n that the sums take: all
+  // of them with a partner, without one the lower triangle's alone (r <= q:
+  // first_j = first_other), a third fewer atomics.
+  template <class Term>
+  KOKKOS_INLINE_FUNCTION void for_each_term(int n, const Term& term) const {
+    const bool lower_only = partner < 0;
+    for (int q = 0; q < n; ++q)
+      for (int r = 0; r < n; ++r)
+        if (!lower_only || r <= q) term(q, r);
+  }
+
   // The row's terms, sliced, their slices of parts [first_part, end_part)
-  // added at (first_j + q, first_other + r); without a partner the lower
-  // triangle's alone (r <= q: first_j = first_other), a third fewer
-  // atomics.
+  // added at (first_j + q, first_other + r).
   template <bool Checked>
   KOKKOS_INLINE_FUNCTION void add_terms(const RowOfTwoBlocks<max_width>& row, int n, std::int64_t j,
                                         int first_part, int end_part,
                                         const double (&inverse_spacing)[Grid::parts],
                                         const SplitScratchSums& sums) const {
     constexpr int parts = Grid::parts;
-    const bool lower_only = partner < 0;
-    for (int q = 0; q < n; ++q)
-      for (int r = 0; r < n; ++r) {
-        if (lower_only && r > q) continue;
-        const int mirror = lower_only && r < q ? row.corner + r * k + q : -1;
-        double slices[parts];
-        slice_term(row.left[q] * row.right[r], grid.extractor, slices);
-        // All parts' loop, unrolled, so that slices stays in registers; a
-        // loop over the pass' parts alone (bounds known at run time) put it
-        // in local memory, which is much slower.
-        for (int l = 0; l < parts; ++l)
-          if (AllPartsInOnePass || (l >= first_part && l < end_part))
-            add_slice<Checked>(sums, j, l, first_part, row.corner + q * k + r, mirror, slices[l],
-                               inverse_spacing[l]);
-      }
+    for_each_term(n, [&](const int q, const int r) {
+      const int mirror = partner < 0 && r < q ? row.corner + r * k + q : -1;
+      double slices[parts];
+      slice_term(row.left[q] * row.right[r], grid.extractor, slices);
+      // All parts' loop, unrolled, so that slices stays in registers; a
+      // loop over the pass' parts alone (bounds known at run time) put it
+      // in local memory, which is much slower.
+      for (int l = 0; l < parts; ++l)
+        if (AllPartsInOnePass || (l >= first_part && l < end_part))
+          add_slice<Checked>(sums, j, l, first_part, row.corner + q * k + r, mirror, slices[l],
+                             inverse_spacing[l]);
+    });
   }
 
   // add_terms for a row whose slices cannot leave their grids, all parts in
@@ -250,16 +256,13 @@ struct CrossProductPartsByAtomics {
   KOKKOS_INLINE_FUNCTION void add_terms_in_grid(const RowOfTwoBlocks<max_width>& row, int n,
                                                 const SplitScratchSums& sums) const {
     constexpr int parts = Grid::parts;
-    const bool lower_only = partner < 0;
-    for (int q = 0; q < n; ++q)
-      for (int r = 0; r < n; ++r) {
-        if (lower_only && r > q) continue;
-        int entries[parts];
-        unsigned long long multiples[parts];
-        slice_term_multiples(row.left[q] * row.right[r], grid.extractor, multiples);
-        for (int l = 0; l < parts; ++l) entries[l] = l * k * k + row.corner + q * k + r;
-        sums.add_several(entries, multiples);
-      }
+    for_each_term(n, [&](const int q, const int r) {
+      int entries[parts];
+      unsigned long long multiples[parts];
+      slice_term_multiples(row.left[q] * row.right[r], grid.extractor, multiples);
+      for (int l = 0; l < parts; ++l) entries[l] = l * k * k + row.corner + q * k + r;
+      sums.add_several(entries, multiples);
+    });
   }
 
   // Row i's terms added. A row whose terms are all below 2^51 spacings of

@@ -108,56 +108,47 @@ struct SplitScratchSums {
   // returns what it held, its carry added with the high word. Any
   // interleaving of such adds leaves the same sum mod 2^64.
   KOKKOS_INLINE_FUNCTION void add(int a, unsigned long long value) const {
-    const unsigned low_part = static_cast<unsigned>(value);
-    unsigned high_part = static_cast<unsigned>(value >> 32);
-#if defined(__CUDA_ARCH__)
-    if (level == 0) {
-      unsigned before;
-      asm volatile("atom.shared.add.u32 %0, [%1], %2;"
-                   : "=r"(before)
-                   : "r"(low_address + 4u * unsigned(a)), "r"(low_part)
-                   : "memory");
-      high_part += static_cast<unsigned>(before + low_part < before);  // the carry
-      asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(high_address + 4u * unsigned(a)),
-                   "r"(high_part)
-                   : "memory");
-      return;
-    }
-#endif
-    const unsigned before = Kokkos::atomic_fetch_add(low + a, low_part);
-    high_part += static_cast<unsigned>(before + low_part < before);
-    if (high_part != 0) Kokkos::atomic_add(high + a, high_part);
+    const int entries[] = {a};
+    const unsigned long long values[] = {value};
+    add_several(entries, values);
   }
 
-  // Entries a[e] += values[e] for e < N, each as add() does it, but with
-  // the N low-word atomics issued before the first carry is needed. One
-  // add() after another, each carry waits for its atomic's return before
-  // the next atomic may issue (the asm statements keep their order), so a
-  // thread paid one round trip to shared memory for every term; here N of
-  // them overlap. Any interleaving leaves the same sums (see add()).
+  // Entries a[e] += values[e] for e < N, each as add() does it, with the N
+  // low-word atomics issued before the first carry is needed. One add()
+  // after another, each carry waits for its atomic's return before the
+  // next atomic may issue (the asm statements keep their order), so a
+  // thread pays one round trip to shared memory for every term; here N of
+  // them overlap.
   template <int N>
   KOKKOS_INLINE_FUNCTION void add_several(const int (&a)[N],
                                           const unsigned long long (&values)[N]) const {
+    unsigned before[N];
 #if defined(__CUDA_ARCH__)
     if (level == 0) {
-      unsigned before[N];
       for (int e = 0; e < N; ++e)
         asm volatile("atom.shared.add.u32 %0, [%1], %2;"
                      : "=r"(before[e])
                      : "r"(low_address + 4u * unsigned(a[e])), "r"(static_cast<unsigned>(values[e]))
                      : "memory");
-      for (int e = 0; e < N; ++e) {
-        const unsigned low_part = static_cast<unsigned>(values[e]);
-        const unsigned high_part = static_cast<unsigned>(values[e] >> 32) +
-                                   static_cast<unsigned>(before[e] + low_part < before[e]);
+      for (int e = 0; e < N; ++e)
         asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(high_address + 4u * unsigned(a[e])),
-                     "r"(high_part)
+                     "r"(high_word(values[e], before[e]))
                      : "memory");
-      }
       return;
     }
 #endif
-    for (int e = 0; e < N; ++e) add(a[e], values[e]);
+    for (int e = 0; e < N; ++e) {
+      before[e] = Kokkos::atomic_fetch_add(low + a[e], static_cast<unsigned>(values[e]));
+      const unsigned high_part = high_word(values[e], before[e]);
+      if (high_part != 0) Kokkos::atomic_add(high + a[e], high_part);
+    }
+  }
+
+  // What value adds to the high word where the low word held `before`:
+  // value's own high word and the carry out of the low one.
+  KOKKOS_INLINE_FUNCTION static unsigned high_word(unsigned long long value, unsigned before) {
+    const unsigned low_part = static_cast<unsigned>(value);
+    return static_cast<unsigned>(value >> 32) + static_cast<unsigned>(before + low_part < before);
   }
 
   KOKKOS_INLINE_FUNCTION unsigned long long operator[](int a) const {
