@@ -110,6 +110,9 @@ class GamBooster {
     Vector c_at[2], scores_at[2];
     Kokkos::View<int*, Memory> device_slot_of;
     Kokkos::View<int, Memory> halted;
+    // The blocks a formation takes from earlier slots (form_cross_product_slot).
+    Kokkos::View<std::uint8_t*, Memory> reused;
+    typename Kokkos::View<std::uint8_t*, Memory>::HostMirror reused_on_host;
   };
 
   // X and y: this process's rows of the group's (every process of the group

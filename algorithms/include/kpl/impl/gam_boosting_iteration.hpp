@@ -236,6 +236,10 @@ void GamBooster<ExecutionSpace, T>::allocate_run(Run& run) {
       Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::halted"));
   Kokkos::deep_copy(space_, run.device_slot_of, -1);
   Kokkos::deep_copy(space_, run.halted, -1);
+  run.reused = Kokkos::View<std::uint8_t*, Memory>(
+      Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::reused_blocks"),
+      learners_);
+  run.reused_on_host = Kokkos::create_mirror_view(run.reused);
 }
 
 // c = B^T u over the group's rows.
@@ -384,39 +388,32 @@ void GamBooster<ExecutionSpace, T>::resume_gram(Run& run, int m) {
 }
 
 // Slot `slot` of the Gram cache := B_j^T W B_s for every block j. Without
-// weights, on host backends, a block j selected before is (B_s^T B_j)^T,
-// already in j's slot with the same bits (every term B_j(i, a) B_s(i, b)
-// either way round, the rows in the same order and chunks): copied, not
-// summed again.
+// weights a block j selected before is (B_s^T B_j)^T, already in j's slot
+// with the same bits: copied, not summed again. Every term is the same
+// product either way round (the host's B_j(i, a) B_s(i, b); the GPU's
+// fixed-point B_s(i, b) (B_j(i, a) 2^e), a power of two scaling exactly),
+// in the same rows, chunks and order of chunks.
 template <class ExecutionSpace, class T>
 void GamBooster<ExecutionSpace, T>::form_cross_product_slot(Run& run, int s, std::int64_t slot) {
   const std::int64_t block = static_cast<std::int64_t>(k_) * k_;
   const auto slot_blocks = Kokkos::subview(
       run.cache, std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block));
-  std::vector<std::int64_t> reused;
-  if constexpr (impl::compact_basis_on_host<ExecutionSpace>)
-    if (run.weights.extent(0) == 0)  // the same choice on every process
-      for (std::int64_t j = 0; j < learners_; ++j)
-        if (j != s && run.slot_of[j] >= 0) reused.push_back(j);
-  if (reused.empty() || basis_.rows() == 0) {  // a process without rows adds zeros
+  bool reusing = false;
+  if (run.weights.extent(0) == 0)  // the same choice on every process
+    for (std::int64_t j = 0; j < learners_; ++j) {
+      run.reused_on_host(j) = j != s && run.slot_of[j] >= 0;
+      reusing = reusing || run.reused_on_host(j);
+    }
+  if (reusing) Kokkos::deep_copy(space_, run.reused, run.reused_on_host);
+  if (!reusing || basis_.rows() == 0) {  // a process without rows adds zeros
     kpl::cross_products(space_, basis_, run.weights, s, slot_blocks, &product_workspace_);
   } else {
-    Kokkos::View<std::uint8_t*, Kokkos::HostSpace> skipped("kpl::gam::reused_blocks", learners_);
-    for (const std::int64_t j : reused) skipped(j) = 1;
     impl::compact_cross_products(space_, basis_, run.weights, s, slot_blocks, product_workspace_,
-                                 impl::SkippedBlocks(skipped));
+                                 impl::SkippedBlocksIn<Memory>(run.reused));
   }
   sum_over_processes(slot_blocks);
-  if constexpr (impl::compact_basis_on_host<ExecutionSpace>) {
-    if (!reused.empty()) space_.fence();  // the host reads the slots next
-    for (const std::int64_t j : reused) {
-      const std::int64_t source = (run.slot_of[j] * learners_ + s) * block;
-      const std::int64_t target = (slot * learners_ + j) * block;
-      for (int a = 0; a < k_; ++a)
-        for (int b = 0; b < k_; ++b)
-          run.cache(target + a * k_ + b) = run.cache(source + b * k_ + a);
-    }
-  }
+  if (reusing)
+    gam_gram_transposed_blocks(space_, run.cache, run.device_slot_of, run.reused, s, slot, k_);
 }
 
 // Dense basis after the selection: the step, f += B_s step through kpl::gemv

@@ -168,6 +168,37 @@ struct GamGramResume {
   }
 };
 
+// Block j of slot `slot` := the transpose of block s of j's slot, for the
+// learners j marked in `reused` (B_j^T W B_s = (B_s^T W B_j)^T).
+template <class Vector, class SlotView, class ReusedView>
+struct GamGramTransposedBlocks {
+  Vector cache;  // [slots + 1][p][k][k]
+  SlotView slot_of;
+  ReusedView reused;
+  std::int64_t s, slot;
+  int k;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index) const {
+    const std::int64_t entries = std::int64_t(k) * k, learners = reused.extent(0);
+    const std::int64_t j = index / entries, a = (index - j * entries) / k;
+    const std::int64_t b = index - j * entries - a * k;
+    if (!reused(j)) return;
+    cache((slot * learners + j) * entries + a * k + b) =
+        cache((slot_of(j) * learners + s) * entries + b * k + a);
+  }
+};
+
+template <class ExecutionSpace, class Vector, class SlotView, class ReusedView>
+void gam_gram_transposed_blocks(const ExecutionSpace& space, const Vector& cache,
+                                const SlotView& slot_of, const ReusedView& reused, std::int64_t s,
+                                std::int64_t slot, int k) {
+  const std::int64_t entries = std::int64_t(k) * k;
+  Kokkos::parallel_for(
+      "kpl::gam::gram_transposed_blocks",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, std::int64_t(reused.extent(0)) * entries),
+      GamGramTransposedBlocks<Vector, SlotView, ReusedView>{cache, slot_of, reused, s, slot, k});
+}
+
 template <class ExecutionSpace, class SlotView, class HaltView>
 void gam_gram_resume(const ExecutionSpace& space, const SlotView& slot_of, const HaltView& halted,
                      int learner, int slot) {

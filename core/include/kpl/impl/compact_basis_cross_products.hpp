@@ -24,8 +24,16 @@
 namespace kpl {
 namespace impl {
 
-// Blocks a caller fills itself (non-zero: skipped), or empty for none.
-using SkippedBlocks = Kokkos::View<const std::uint8_t*, Kokkos::HostSpace>;
+// Blocks a caller fills itself (non-zero: skipped), or empty for none, in
+// the memory of the execution space that forms the others.
+template <class MemorySpace>
+using SkippedBlocksIn = Kokkos::View<const std::uint8_t*, MemorySpace>;
+using SkippedBlocks = SkippedBlocksIn<Kokkos::HostSpace>;
+
+template <class Skipped>
+KOKKOS_INLINE_FUNCTION bool is_skipped(const Skipped& skipped, std::int64_t j) {
+  return j < std::int64_t(skipped.extent(0)) && skipped(j) != 0;
+}
 
 // CPU: one thread per (pair of blocks, chunk) adds each row's width x width
 // outer products in row order, through raw streams (cubic splines unrolled;
@@ -47,7 +55,7 @@ struct CrossProductsInRowOrder {
   }
 
   bool wanted(std::int64_t j) const {
-    return j < std::int64_t(first.extent(0)) && (skipped.extent(0) == 0 || !skipped(j));
+    return j < std::int64_t(first.extent(0)) && !is_skipped(skipped, j);
   }
 
   template <int Blocks>
@@ -145,6 +153,7 @@ struct CrossProductsByRowsInFixedPoint {
   WView w;
   Kokkos::View<const double*, Memory> bounds;            // [chunks]
   Kokkos::View<unsigned long long*, Memory> chunk_sums;  // [blocks][chunks][k k]
+  SkippedBlocksIn<Memory> skipped;
   std::int64_t rows, rows_per_chunk, rows_per_part, parts_per_chunk, chunks, partner;
   int k, width, level;
 
@@ -191,6 +200,7 @@ struct CrossProductsByRowsInFixedPoint {
     const std::int64_t end = begin + rows_per_part < chunk_end ? begin + rows_per_part : chunk_end;
     const double bound = bounds(chunk);
     if (begin >= end || !compat::math::isfinite(bound)) return;  // NaN: FixedPointChunksInOrder
+    if (is_skipped(skipped, j)) return;
     Scratch words(member.team_scratch(level), scratch_words(k));
     const SplitScratchSums sums(words.data(), words.data() + entries, level);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 2 * entries),
@@ -213,17 +223,19 @@ struct CrossProductsByRowsInFixedPoint {
 
 // out[j k k + a] = the chunks' sums of entry a of block j, each the double
 // its integer stands for (NaN where its bound is not finite), added in
-// chunk order.
+// chunk order; skipped blocks left as they are.
 template <class ExecutionSpace, class OutView>
 struct FixedPointChunksInOrder {
   using Memory = typename ExecutionSpace::memory_space;
   Kokkos::View<const double*, Memory> bounds;
   Kokkos::View<const unsigned long long*, Memory> chunk_sums;
   OutView out;
+  SkippedBlocksIn<Memory> skipped;
   std::int64_t chunks, entries;
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t index) const {
     const std::int64_t j = index / entries, a = index - j * entries;
+    if (is_skipped(skipped, j)) return;
     double total = 0;
     for (std::int64_t c = 0; c < chunks; ++c) {
       const double bound = bounds(c);
@@ -238,12 +250,14 @@ struct FixedPointChunksInOrder {
 
 // The GPU strategy (public so that a test can run it on CPU threads too):
 // out = B^T W B_partner with chunks of rows_per_chunk rows cut into parts of
-// rows_per_part, teams of team_size threads.
+// rows_per_part, teams of team_size threads; the blocks marked in `skipped`
+// are left out (their teams return at once).
 template <class ExecutionSpace, class Basis, class WView, class OutView, class Workspace>
-void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& basis, const WView& w,
-                                   std::int64_t partner, std::int64_t rows_per_chunk,
-                                   std::int64_t rows_per_part, const OutView& out,
-                                   Workspace& workspace, int team_size) {
+void cross_products_in_fixed_point(
+    const ExecutionSpace& space, const Basis& basis, const WView& w, std::int64_t partner,
+    std::int64_t rows_per_chunk, std::int64_t rows_per_part, const OutView& out,
+    Workspace& workspace, int team_size,
+    const SkippedBlocksIn<typename ExecutionSpace::memory_space>& skipped = {}) {
   const int k = basis.basis_size;
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const std::int64_t entries = std::int64_t(k) * k;
@@ -267,16 +281,16 @@ void cross_products_in_fixed_point(const ExecutionSpace& space, const Basis& bas
     const auto shape =
         scratch_team_launch(space, blocks * chunks * parts_per_chunk, team_size,
                             Functor::Scratch::shmem_size(Functor::scratch_words(k)));
-    Kokkos::parallel_for("kpl::compact_basis::cross_products", shape.policy,
-                         Functor{basis.first, basis.values, w, bounds, chunk_sums, rows,
-                                 rows_per_chunk, rows_per_part, parts_per_chunk, chunks, partner,
-                                 k, basis.width(), shape.level});
+    Kokkos::parallel_for(
+        "kpl::compact_basis::cross_products", shape.policy,
+        Functor{basis.first, basis.values, w, bounds, chunk_sums, skipped, rows, rows_per_chunk,
+                rows_per_part, parts_per_chunk, chunks, partner, k, basis.width(), shape.level});
   };
   with_compile_time_width(basis.width(), launch);
   Kokkos::parallel_for("kpl::compact_basis::cross_products_chunks",
                        Kokkos::RangePolicy<ExecutionSpace>(space, 0, blocks * entries),
                        FixedPointChunksInOrder<ExecutionSpace, OutView>{bounds, chunk_sums, out,
-                                                                        chunks, entries});
+                                                                        skipped, chunks, entries});
 }
 
 template <class ExecutionSpace, class Basis, class WView, class Output>
@@ -296,13 +310,13 @@ void cross_products_in_row_order(const ExecutionSpace& space, const Basis& basis
 
 // out = B^T W B_partner: chunks sized for the execution space, each summed
 // by the space's strategy, then added in order. workspace: a
-// CompactProductWorkspace. On host backends the blocks marked in `skipped`
-// are left out (their contents unspecified: the caller fills them); other
-// backends compute every block.
+// CompactProductWorkspace. The blocks marked in `skipped` are left out
+// (their contents unspecified: the caller fills them).
 template <class ExecutionSpace, class Basis, class WView, class OutView, class Workspace>
-void compact_cross_products(const ExecutionSpace& space, const Basis& basis, const WView& w,
-                            std::int64_t partner, const OutView& out, Workspace& workspace,
-                            const SkippedBlocks& skipped = {}) {
+void compact_cross_products(
+    const ExecutionSpace& space, const Basis& basis, const WView& w, std::int64_t partner,
+    const OutView& out, Workspace& workspace,
+    const SkippedBlocksIn<typename ExecutionSpace::memory_space>& skipped = {}) {
   const std::int64_t rows = basis.rows(), blocks = basis.blocks();
   const std::int64_t entries = std::int64_t(basis.basis_size) * basis.basis_size;
   const std::int64_t rows_per_team = cross_rows_per_team(space, rows, blocks);
@@ -316,8 +330,8 @@ void compact_cross_products(const ExecutionSpace& space, const Basis& basis, con
     constexpr int team_size = compact_team_size<ExecutionSpace>();
     cross_products_in_fixed_point(
         space, basis, w, partner, rows_per_team,
-        cross_rows_per_part(space, rows_per_team, blocks, chunks, basis.basis_size, team_size),
-        out, workspace, team_size);
+        cross_rows_per_part(space, rows_per_team, blocks, chunks, basis.basis_size, team_size), out,
+        workspace, team_size, skipped);
   }
 }
 
