@@ -29,7 +29,8 @@ namespace impl {
 // rows. c and the scores have two buffers each: a team reads c_s and every
 // score while the others write their own next ones. The team copies the
 // k x k blocks it needs to scratch with all its threads at once, then sums
-// over them in a fixed order (a CPU's, where a team is one thread).
+// over them in a fixed order (a CPU's, where a team is one thread); the
+// blocks' rows padded_stride apart.
 template <class ExecutionSpace, class Select, class Vector, class CoefficientView, class RiskView,
           class SlotView, class HaltView>
 struct GamGramIteration {
@@ -51,7 +52,7 @@ struct GamGramIteration {
   int level = 0;  // scratch level: 1 where the blocks outgrow level 0
 
   static std::size_t scratch_bytes(int k) {
-    return 4 * Scratch::shmem_size(std::size_t(k) * k) + 4 * Scratch::shmem_size(k);
+    return 4 * Scratch::shmem_size(std::size_t(k) * padded_stride(k)) + 4 * Scratch::shmem_size(k);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -66,26 +67,29 @@ struct GamGramIteration {
       });
     if (slot < 0) return;
     const std::int64_t entries = std::int64_t(k) * k;
-    const auto block = [&] { return Scratch(member.team_scratch(level), entries); };
+    const int stride = padded_stride(k);
+    const auto block = [&] {
+      return Scratch(member.team_scratch(level), std::int64_t(k) * stride);
+    };
     const auto vector = [&] { return Scratch(member.team_scratch(level), k); };
     const Scratch M_s = block(), C_js = block(), R_j = block(), G_s = block();
     const Scratch c_s = vector(), c_j = vector(), step_s = vector(), next = vector();
-    gam_stage(member, inverse, s * entries, M_s, entries);
+    gam_stage(member, inverse, s * entries, M_s, entries, k, stride);
     gam_stage(member, c, s * k, c_s, k);
-    gam_stage(member, cache, (slot * select.learners + j) * entries, C_js, entries);
-    gam_stage(member, reduction, j * entries, R_j, entries);
+    gam_stage(member, cache, (slot * select.learners + j) * entries, C_js, entries, k, stride);
+    gam_stage(member, reduction, j * entries, R_j, entries, k, stride);
     gam_stage(member, c, j * k, c_j, k);
-    if (j == s) gam_stage(member, gram, s * entries, G_s, entries);
+    if (j == s) gam_stage(member, gram, s * entries, G_s, entries, k, stride);
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
       double sum = 0;
-      for (int b = 0; b < k; ++b) sum += M_s(a * k + b) * c_s(b);
+      for (int b = 0; b < k; ++b) sum += M_s(a * stride + b) * c_s(b);
       step_s(a) = nu * sum;
     });
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
       double sum = 0;
-      for (int b = 0; b < k; ++b) sum += C_js(a * k + b) * step_s(b);
+      for (int b = 0; b < k; ++b) sum += C_js(a * stride + b) * step_s(b);
       next(a) = c_j(a) - sum;
       next_c(j * k + a) = next(a);
     });
@@ -97,15 +101,17 @@ struct GamGramIteration {
     if (j == s) add_step(member, s, G_s, c_s, step_s);
   }
 
-  // x^T A x over the team (A: k x k, row-major), GamScores' order.
+  // x^T A x over the team (A: k x k, rows padded_stride apart), GamScores'
+  // order.
   KOKKOS_INLINE_FUNCTION double quadratic_form(const Member& member, const Scratch& A,
                                                const Scratch& x) const {
+    const int stride = padded_stride(k);
     double total = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, k),
         [&](const int a, double& sum) {
           double row = 0;
-          for (int b = 0; b < k; ++b) row += A(a * k + b) * x(b);
+          for (int b = 0; b < k; ++b) row += A(a * stride + b) * x(b);
           sum += x(a) * row;
         },
         total);
@@ -125,7 +131,7 @@ struct GamGramIteration {
         Kokkos::TeamThreadRange(member, k),
         [&](const int a, double& partial) {
           double curvature = 0;
-          for (int b = 0; b < k; ++b) curvature += G_s(a * k + b) * step_s(b);
+          for (int b = 0; b < k; ++b) curvature += G_s(a * padded_stride(k) + b) * step_s(b);
           partial += step_s(a) * (curvature - 2 * c_s(a));
         },
         change);

@@ -15,9 +15,9 @@ namespace kpl {
 namespace impl {
 
 // step = nu M_s c_s; coefficients_s += step. The team first copies M_s and
-// c_s to its scratch with all its threads (gam_stage), then k of them sum a
-// row each in column order: where each thread read its row from memory as
-// it summed it, every term waited on a load, and this one-team kernel, which
+// c_s to its scratch with all its threads (gam_stage; M_s's rows
+// padded_stride apart), then k of them sum a row each in column order: where each thread read its
+// row from memory as it summed it, every term waited on a load, and this one-team kernel, which
 // every iteration waits for, took longer. The same sums in the same order:
 // the same bits.
 template <class ExecutionSpace, class CurrentView, class InverseView, class CView, class StepView,
@@ -36,7 +36,7 @@ struct GamTakeStep {
   int level = 0;  // scratch level: 1 where M_s outgrows level 0
 
   static std::size_t scratch_bytes(int k) {
-    return Scratch::shmem_size(std::size_t(k) * k) + Scratch::shmem_size(k);
+    return Scratch::shmem_size(std::size_t(k) * padded_stride(k)) + Scratch::shmem_size(k);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const { take(member, current()); }
@@ -45,14 +45,15 @@ struct GamTakeStep {
   KOKKOS_INLINE_FUNCTION void take(const Member& member, std::int64_t s) const {
     using T = typename StepView::non_const_value_type;
     const std::int64_t base = s * k;
-    const Scratch M_s(member.team_scratch(level), std::int64_t(k) * k);
+    const int stride = padded_stride(k);
+    const Scratch M_s(member.team_scratch(level), std::int64_t(k) * stride);
     const Scratch c_s(member.team_scratch(level), k);
-    gam_stage(member, inverse, base * k, M_s, k * k);
+    gam_stage(member, inverse, base * k, M_s, k * k, k, stride);
     gam_stage(member, c, base, c_s, k);
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
       double sum = 0;
-      for (int b = 0; b < k; ++b) sum += M_s(a * k + b) * c_s(b);
+      for (int b = 0; b < k; ++b) sum += M_s(a * stride + b) * c_s(b);
       step(a) = T(nu * sum);
       coefficients(base + a) += nu * sum;
     });
