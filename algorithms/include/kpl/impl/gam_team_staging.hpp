@@ -10,28 +10,52 @@
 namespace kpl {
 namespace impl {
 
-// to(0 .. count) := from(offset ..), by all the team's threads, each issuing
-// a batch of loads before it stores any: one memory latency a batch, not one
-// an element. A team that instead reads a block where it sums over it, one
+// One block to stage: to(0 .. count) := from(offset ..), its rows of
+// `columns` values stored `stride` apart in `to` (padded_stride's, for a
+// k x k block; a vector is one row).
+template <class From, class To>
+struct GamStagedBlock {
+  From from;
+  std::int64_t offset;
+  To to;
+  int count, columns = 1, stride = 1;
+};
+
+// Stages the blocks with all the team's threads, each issuing its loads of
+// every block (up to `batch` elements of each) before it stores any: one
+// memory latency a round for all the blocks, not one a block, nor one an
+// element. A team that instead reads a block where it sums over it, one
 // thread a row in a fixed order, waits on a load for every term.
-// Rows of `columns` values are stored `stride` apart (padded_stride's, for
-// a k x k block; columns for a vector).
+template <int Blocks, class Member, class From, class To>
+KOKKOS_INLINE_FUNCTION void gam_stage(const Member& member,
+                                      const GamStagedBlock<From, To> (&blocks)[Blocks]) {
+  constexpr int batch = Blocks > 2 ? 4 : 8;
+  const int threads = member.team_size();
+  int largest = 0;
+  for (int b = 0; b < Blocks; ++b) largest = blocks[b].count > largest ? blocks[b].count : largest;
+  for (int first = member.team_rank(); first < largest; first += batch * threads) {
+    double loaded[Blocks][batch];
+    for (int b = 0; b < Blocks; ++b)
+      for (int r = 0; r < batch; ++r) {
+        const int e = first + r * threads;
+        loaded[b][r] = e < blocks[b].count ? double(blocks[b].from(blocks[b].offset + e)) : 0.0;
+      }
+    for (int b = 0; b < Blocks; ++b)
+      for (int r = 0; r < batch; ++r) {
+        const int e = first + r * threads;
+        const auto& block = blocks[b];
+        if (e < block.count)
+          block.to(e / block.columns * block.stride + e % block.columns) = loaded[b][r];
+      }
+  }
+}
+
+// One block: to(0 .. count) := from(offset ..).
 template <class Member, class From, class To>
 KOKKOS_INLINE_FUNCTION void gam_stage(const Member& member, const From& from, std::int64_t offset,
                                       const To& to, int count, int columns = 1, int stride = 1) {
-  constexpr int batch = 8;
-  const int threads = member.team_size();
-  for (int first = member.team_rank(); first < count; first += batch * threads) {
-    double loaded[batch];
-    for (int r = 0; r < batch; ++r) {
-      const int e = first + r * threads;
-      loaded[r] = e < count ? double(from(offset + e)) : 0.0;
-    }
-    for (int r = 0; r < batch; ++r) {
-      const int e = first + r * threads;
-      if (e < count) to(e / columns * stride + e % columns) = loaded[r];
-    }
-  }
+  const GamStagedBlock<From, To> blocks[] = {{from, offset, to, count, columns, stride}};
+  gam_stage(member, blocks);
 }
 
 // The distance between a staged k x k block's rows: odd, so that the k
