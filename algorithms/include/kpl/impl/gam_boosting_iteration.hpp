@@ -313,17 +313,21 @@ void GamBooster<ExecutionSpace, T>::select_and_step(Run& run, int m) {
 // Gram mode's iterations. The host launches them in batches that end at
 // the refreshes (c, f and the risk from the rows every gram_refresh
 // iterations and at the end) and reads back after each batch only whether
-// a selection halted it. A halt costs the rest of its batch's launches, so
-// a batch starts at one iteration after a halt and doubles while none
-// comes: the first iterations, which select new learners often, wait for
-// the host at each; later ones run a refresh's worth at a time.
+// a selection halted it. A halt costs the rest of its batch's launches
+// (each returns at once), so a batch starts small after a halt and doubles
+// while none comes: the first iterations, which select new learners often,
+// wait for the host every few; later ones run a refresh's worth at a time.
+// It starts at four, not one: each batch costs a round trip to the host,
+// in which the device idles, and that costs more than the few launches a
+// halt leaves undone in a batch of four.
 template <class ExecutionSpace, class T>
 template <class AfterIterations>
 void GamBooster<ExecutionSpace, T>::boost_gram(Run& run, const AfterIterations& after_iterations) {
+  constexpr int first_batch = 4;
   const int mstop = run.mstop, refresh_every = options_.gram_refresh;
   if (mstop <= 0) return;
   gam_scores(space_, learners_, k_, c_, reduction_, run.scores_at[0]);
-  int m = 0, batch = 1;
+  int m = 0, batch = first_batch;
   while (m < mstop) {
     const int refresh_at = std::min(mstop, (m / refresh_every + 1) * refresh_every);
     const int end = std::min(refresh_at, m + batch);
@@ -335,7 +339,7 @@ void GamBooster<ExecutionSpace, T>::boost_gram(Run& run, const AfterIterations& 
     } else {
       resume_gram(run, halted);
       m = halted + 1;
-      batch = 1;
+      batch = first_batch;
     }
     if (m == refresh_at) {
       refresh(run, m);

@@ -74,15 +74,13 @@ struct GamGramIteration {
     const auto vector = [&] { return Scratch(member.team_scratch(level), k); };
     const Scratch M_s = block(), C_js = block(), R_j = block(), G_s = block();
     const Scratch c_s = vector(), c_j = vector(), step_s = vector(), next = vector();
+    using Staged = GamStagedBlock<Vector, Scratch>;
     const int blocks = int(entries), g_s = j == s ? blocks : 0;  // G_s: team s only
-    const GamStagedBlock<Vector, Scratch> staged[] = {
-        {inverse, s * entries, M_s, blocks, k, stride},
-        {c, s * k, c_s, k},
-        {cache, (slot * select.learners + j) * entries, C_js, blocks, k, stride},
-        {reduction, j * entries, R_j, blocks, k, stride},
-        {c, j * k, c_j, k},
-        {gram, s * entries, G_s, g_s, k, stride}};
-    gam_stage(member, staged);
+    gam_stage(member, Staged{inverse, s * entries, M_s, blocks, k, stride},
+              Staged{c, s * k, c_s, k},
+              Staged{cache, (slot * select.learners + j) * entries, C_js, blocks, k, stride},
+              Staged{reduction, j * entries, R_j, blocks, k, stride}, Staged{c, j * k, c_j, k},
+              Staged{gram, s * entries, G_s, g_s, k, stride});
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
       double sum = 0;

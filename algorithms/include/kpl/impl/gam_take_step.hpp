@@ -16,10 +16,10 @@ namespace impl {
 
 // step = nu M_s c_s; coefficients_s += step. The team first copies M_s and
 // c_s to its scratch with all its threads (gam_stage; M_s's rows
-// padded_stride apart), then k of them sum a row each in column order: where each thread read its
-// row from memory as it summed it, every term waited on a load, and this one-team kernel, which
-// every iteration waits for, took longer. The same sums in the same order:
-// the same bits.
+// padded_stride apart), then k of them sum a row each in column order:
+// where each thread read its row from memory as it summed it, every term
+// waited on a load, and this one-team kernel, which every iteration waits
+// for, took longer. The same sums in the same order: the same bits.
 template <class ExecutionSpace, class CurrentView, class InverseView, class CView, class StepView,
           class CoefficientView>
 struct GamTakeStep {
@@ -48,8 +48,9 @@ struct GamTakeStep {
     const int stride = padded_stride(k);
     const Scratch M_s(member.team_scratch(level), std::int64_t(k) * stride);
     const Scratch c_s(member.team_scratch(level), k);
-    gam_stage(member, inverse, base * k, M_s, k * k, k, stride);
-    gam_stage(member, c, base, c_s, k);
+    gam_stage(member,
+              GamStagedBlock<InverseView, Scratch>{inverse, base * k, M_s, k * k, k, stride},
+              GamStagedBlock<CView, Scratch>{c, base, c_s, k});
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k), [&](const int a) {
       double sum = 0;

@@ -26,36 +26,34 @@ struct GamStagedBlock {
 // memory latency a round for all the blocks, not one a block, nor one an
 // element. A team that instead reads a block where it sums over it, one
 // thread a row in a fixed order, waits on a load for every term.
-template <int Blocks, class Member, class From, class To>
-KOKKOS_INLINE_FUNCTION void gam_stage(const Member& member,
-                                      const GamStagedBlock<From, To> (&blocks)[Blocks]) {
-  constexpr int batch = Blocks > 2 ? 4 : 8;
+template <class Member, class... Blocks>
+KOKKOS_INLINE_FUNCTION void gam_stage(const Member& member, const Blocks&... blocks) {
+  constexpr int count = sizeof...(Blocks), batch = count > 2 ? 4 : 8;
   const int threads = member.team_size();
   int largest = 0;
-  for (int b = 0; b < Blocks; ++b) largest = blocks[b].count > largest ? blocks[b].count : largest;
+  ((largest = blocks.count > largest ? blocks.count : largest), ...);
   for (int first = member.team_rank(); first < largest; first += batch * threads) {
-    double loaded[Blocks][batch];
-    for (int b = 0; b < Blocks; ++b)
+    double loaded[count][batch];
+    int b = 0;
+    const auto load = [&](const auto& block) {
       for (int r = 0; r < batch; ++r) {
         const int e = first + r * threads;
-        loaded[b][r] = e < blocks[b].count ? double(blocks[b].from(blocks[b].offset + e)) : 0.0;
+        loaded[b][r] = e < block.count ? double(block.from(block.offset + e)) : 0.0;
       }
-    for (int b = 0; b < Blocks; ++b)
+      ++b;
+    };
+    (load(blocks), ...);
+    b = 0;
+    const auto store = [&](const auto& block) {
       for (int r = 0; r < batch; ++r) {
         const int e = first + r * threads;
-        const auto& block = blocks[b];
         if (e < block.count)
           block.to(e / block.columns * block.stride + e % block.columns) = loaded[b][r];
       }
+      ++b;
+    };
+    (store(blocks), ...);
   }
-}
-
-// One block: to(0 .. count) := from(offset ..).
-template <class Member, class From, class To>
-KOKKOS_INLINE_FUNCTION void gam_stage(const Member& member, const From& from, std::int64_t offset,
-                                      const To& to, int count, int columns = 1, int stride = 1) {
-  const GamStagedBlock<From, To> blocks[] = {{from, offset, to, count, columns, stride}};
-  gam_stage(member, blocks);
 }
 
 // The distance between a staged k x k block's rows: odd, so that the k
