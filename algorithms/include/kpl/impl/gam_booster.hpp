@@ -109,10 +109,9 @@ class GamBooster {
     // (-1: none).
     Vector c_at[2], scores_at[2];
     Kokkos::View<int*, Memory> device_slot_of;
-    Kokkos::View<int, Memory> halted;
+    Kokkos::View<int[2], Memory> halted;  // and the halted iteration's selection
     // The blocks a formation takes from earlier slots (form_cross_product_slot).
     Kokkos::View<std::uint8_t*, Memory> reused;
-    typename Kokkos::View<std::uint8_t*, Memory>::HostMirror reused_on_host;
   };
 
   // X and y: this process's rows of the group's (every process of the group
@@ -202,8 +201,11 @@ class GamBooster {
   template <class AfterIterations>
   void boost_gram(Run& run, const AfterIterations& after_iterations);
   void launch_gram_iteration(Run& run, int m);
-  int halted_iteration(const Run& run);
-  void resume_gram(Run& run, int m);
+  struct Halt {
+    int iteration, learner;  // -1 and -1: the batch ran to its end
+  };
+  Halt halted_iteration(const Run& run);
+  void resume_gram(Run& run, const Halt& halt);
   void form_cross_product_slot(Run& run, int s, std::int64_t slot);
   void iterate_dense(Run& run, int m);
   void compute_gradient_products();

@@ -232,14 +232,13 @@ void GamBooster<ExecutionSpace, T>::allocate_run(Run& run) {
                        learners_ * k_);
   run.device_slot_of = Kokkos::View<int*, Memory>(
       Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::slot_of"), learners_);
-  run.halted = Kokkos::View<int, Memory>(
+  run.halted = Kokkos::View<int[2], Memory>(
       Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::halted"));
   Kokkos::deep_copy(space_, run.device_slot_of, -1);
   Kokkos::deep_copy(space_, run.halted, -1);
   run.reused = Kokkos::View<std::uint8_t*, Memory>(
       Kokkos::view_alloc(space_, Kokkos::WithoutInitializing, "kpl::gam::reused_blocks"),
       learners_);
-  run.reused_on_host = Kokkos::create_mirror_view(run.reused);
 }
 
 // c = B^T u over the group's rows.
@@ -332,13 +331,13 @@ void GamBooster<ExecutionSpace, T>::boost_gram(Run& run, const AfterIterations& 
     const int refresh_at = std::min(mstop, (m / refresh_every + 1) * refresh_every);
     const int end = std::min(refresh_at, m + batch);
     for (int i = m; i < end; ++i) launch_gram_iteration(run, i);
-    const int halted = halted_iteration(run);
-    if (halted < 0) {
+    const Halt halt = halted_iteration(run);
+    if (halt.iteration < 0) {
       m = end;
       batch = std::min(2 * batch, refresh_every);
     } else {
-      resume_gram(run, halted);
-      m = halted + 1;
+      resume_gram(run, halt);
+      m = halt.iteration + 1;
       batch = first_batch;
     }
     if (m == refresh_at) {
@@ -367,22 +366,23 @@ void GamBooster<ExecutionSpace, T>::launch_gram_iteration(Run& run, int m) {
                         run.risk_sums, run.device_slot_of, run.halted, options_.nu, k_});
 }
 
-// The iteration whose selection halted the device's run, -1 if none.
+// The iteration whose selection halted the device's run, -1 if none, and
+// that selection, in one read.
 template <class ExecutionSpace, class T>
-int GamBooster<ExecutionSpace, T>::halted_iteration(const Run& run) {
-  int halted;
-  Kokkos::deep_copy(space_, Kokkos::View<int, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&halted),
-                    run.halted);
+auto GamBooster<ExecutionSpace, T>::halted_iteration(const Run& run) -> Halt {
+  int halted[2];
+  Kokkos::deep_copy(
+      space_, Kokkos::View<int[2], Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(halted), run.halted);
   space_.fence();
-  return halted;
+  return {halted[0], halted[0] < 0 ? -1 : halted[1]};
 }
 
-// After the selection of iteration m halted the run: s's blocks formed in a
-// free slot (or the spare one, which keeps no learner's), then iteration m's
-// step on the device.
+// After the selection s of iteration m halted the run: s's blocks formed in
+// a free slot (or the spare one, which keeps no learner's), then iteration
+// m's step on the device.
 template <class ExecutionSpace, class T>
-void GamBooster<ExecutionSpace, T>::resume_gram(Run& run, int m) {
-  const int s = selected_on_host();
+void GamBooster<ExecutionSpace, T>::resume_gram(Run& run, const Halt& halt) {
+  const int m = halt.iteration, s = halt.learner;
   const std::int64_t slot = run.used < run.slots ? run.used++ : run.slots;
   form_cross_product_slot(run, s, slot);
   if (slot < run.slots) run.slot_of[s] = static_cast<int>(slot);
@@ -404,11 +404,9 @@ void GamBooster<ExecutionSpace, T>::form_cross_product_slot(Run& run, int s, std
       run.cache, std::make_pair(slot * learners_ * block, (slot + 1) * learners_ * block));
   bool reusing = false;
   if (run.weights.extent(0) == 0)  // the same choice on every process
-    for (std::int64_t j = 0; j < learners_; ++j) {
-      run.reused_on_host(j) = j != s && run.slot_of[j] >= 0;
-      reusing = reusing || run.reused_on_host(j);
-    }
-  if (reusing) Kokkos::deep_copy(space_, run.reused, run.reused_on_host);
+    for (std::int64_t j = 0; j < learners_; ++j)
+      reusing = reusing || (j != s && run.slot_of[j] >= 0);
+  if (reusing) gam_gram_reused_blocks(space_, run.reused, run.device_slot_of, s);
   if (!reusing || basis_.rows() == 0) {  // a process without rows adds zeros
     kpl::cross_products(space_, basis_, run.weights, s, slot_blocks, &product_workspace_);
   } else {

@@ -46,7 +46,7 @@ struct GamGramIteration {
   CoefficientView coefficients;
   RiskView risk_sums;
   SlotView slot_of;
-  HaltView halted;
+  HaltView halted;  // the iteration that halted the run (-1: none), its selection
   double nu;
   int k;
   int level = 0;  // scratch level: 1 where the blocks outgrow level 0
@@ -56,14 +56,17 @@ struct GamGramIteration {
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    if (halted() >= 0) return;
+    if (halted(0) >= 0) return;
     const std::int64_t s = select.best_learner(member), j = member.league_rank();
     const int slot = slot_of(s);
     if (j == 0)
       Kokkos::single(Kokkos::PerTeam(member), [&] {
         select.selected(select.iteration) = static_cast<int>(s);
         select.current() = static_cast<int>(s);
-        if (slot < 0) halted() = static_cast<int>(select.iteration);
+        if (slot < 0) {
+          halted(0) = static_cast<int>(select.iteration);
+          halted(1) = static_cast<int>(s);
+        }
       });
     if (slot < 0) return;
     const std::int64_t entries = std::int64_t(k) * k;
@@ -163,7 +166,7 @@ void gam_gram_iteration(const ExecutionSpace& space, Iteration iteration) {
   Kokkos::parallel_for("kpl::gam::gram_iteration", policy, iteration);
 }
 
-// slot_of(learner) := slot and the run resumed (halted() := -1).
+// slot_of(learner) := slot and the run resumed (halted(0) := -1).
 template <class SlotView, class HaltView>
 struct GamGramResume {
   SlotView slot_of;
@@ -171,9 +174,31 @@ struct GamGramResume {
   int learner, slot;
   KOKKOS_INLINE_FUNCTION void operator()(const int) const {
     slot_of(learner) = slot;
-    halted() = -1;
+    halted(0) = -1;
   }
 };
+
+// reused(j) := whether learner j, not s, has a slot: its block of s's slot
+// is then the transpose of one there (GamGramTransposedBlocks).
+template <class ReusedView, class SlotView>
+struct GamGramReusedBlocks {
+  ReusedView reused;
+  SlotView slot_of;
+  std::int64_t s;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t j) const {
+    reused(j) = j != s && slot_of(j) >= 0;
+  }
+};
+
+template <class ExecutionSpace, class ReusedView, class SlotView>
+void gam_gram_reused_blocks(const ExecutionSpace& space, const ReusedView& reused,
+                            const SlotView& slot_of, std::int64_t s) {
+  Kokkos::parallel_for(
+      "kpl::gam::gram_reused_blocks",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, std::int64_t(reused.extent(0))),
+      GamGramReusedBlocks<ReusedView, SlotView>{reused, slot_of, s});
+}
 
 // Block j of slot `slot` := the transpose of block s of j's slot, for the
 // learners j marked in `reused` (B_j^T W B_s = (B_s^T W B_j)^T).
