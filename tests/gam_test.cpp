@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -169,6 +170,69 @@ KPL_EXECUTION_SPACE_TEST(Gam, ChunkSumsByLanesMatchTheHostSums) {
       EXPECT_NEAR(first(j * entries + e), expected, 1e-12) << "block " << j << " entry " << e;
       EXPECT_EQ(second(j * entries + e), first(j * entries + e));
     }
+}
+
+// kpl::impl::BsplineRows, the rows of one mesh evaluated in a kernel, against
+// bspline_row_of_degree bit for bit (first index and every value): cubic rows
+// in range (at the knots, both ends, just inside them), beyond both ends, at
+// NaN, on a mesh whose reciprocal spacing overflows, and quadratic rows.
+template <class Space>
+void check_bspline_rows() {
+  using Memory = typename Space::memory_space;
+  const kpl::BsplineMesh meshes[] = {
+      {-0.3, 1.7, 24, 3}, {0.0, 5e-308, 10, 3}, {2.0, 3.0, 7, 3}, {-1.0, 4.0, 9, 2}};
+  for (const kpl::BsplineMesh& mesh : meshes) {
+    SCOPED_TRACE("mesh [" + std::to_string(mesh.lower) + ", " + std::to_string(mesh.upper) +
+                 "] degree " + std::to_string(mesh.degree));
+    const double width = mesh.upper - mesh.lower;
+    std::vector<double> host_x{mesh.lower,
+                               mesh.upper,
+                               std::nextafter(mesh.upper, -1e300),
+                               std::nextafter(mesh.lower, 1e300),
+                               mesh.lower - 0.25 * width,
+                               mesh.upper + 0.5 * width,
+                               std::numeric_limits<double>::quiet_NaN()};
+    for (int t = 0; t <= mesh.intervals(); ++t)
+      host_x.push_back(mesh.lower + t * (width / mesh.intervals()));
+    std::mt19937_64 generator(3);
+    std::uniform_real_distribution<double> uniform(0, 1);
+    for (int r = 0; r < 200; ++r) host_x.push_back(mesh.lower + width * uniform(generator));
+    const int points = static_cast<int>(host_x.size()), width_of_row = mesh.degree + 1;
+    const auto x =
+        on_device<Space>(Kokkos::View<double*, Kokkos::HostSpace>(host_x.data(), host_x.size()));
+    Kokkos::View<double**, Kokkos::LayoutRight, Memory> rows("rows", 2 * points, width_of_row + 1);
+    Kokkos::parallel_for(
+        "test::bspline_rows", Kokkos::RangePolicy<Space>(0, points), KOKKOS_LAMBDA(const int i) {
+          double fast[kpl::bspline_max_degree + 1], general[kpl::bspline_max_degree + 1];
+          int first_fast, first_general;
+          if (mesh.degree == 3) {
+            first_fast =
+                kpl::impl::BsplineRows(mesh).row(x(i), fast, std::integral_constant<int, 3>());
+            first_general = kpl::impl::bspline_row_of_degree(mesh, x(i), general,
+                                                             std::integral_constant<int, 3>());
+          } else {
+            first_fast = kpl::impl::BsplineRows(mesh).row(x(i), fast, mesh.degree);
+            first_general = kpl::impl::bspline_row_of_degree(mesh, x(i), general, mesh.degree);
+          }
+          rows(2 * i, 0) = first_fast;
+          rows(2 * i + 1, 0) = first_general;
+          for (int q = 0; q <= mesh.degree; ++q) {
+            rows(2 * i, q + 1) = fast[q];
+            rows(2 * i + 1, q + 1) = general[q];
+          }
+        });
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), rows);
+    for (int i = 0; i < points; ++i)
+      for (int q = 0; q <= width_of_row; ++q) {
+        std::uint64_t fast_bits, general_bits;
+        std::memcpy(&fast_bits, &host(2 * i, q), sizeof fast_bits);
+        std::memcpy(&general_bits, &host(2 * i + 1, q), sizeof general_bits);
+        EXPECT_EQ(fast_bits, general_bits) << "x = " << host_x[i] << ", entry " << q;
+      }
+  }
+}
+KPL_EXECUTION_SPACE_TEST(Gam, BsplineRowsHaveTheGeneralRowsBits) {
+  check_bspline_rows<TypeParam>();
 }
 
 // A range so narrow that its reciprocal spacing overflows (the evaluation

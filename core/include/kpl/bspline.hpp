@@ -193,6 +193,37 @@ KOKKOS_INLINE_FUNCTION int bspline_row_of_degree(const BsplineMesh& mesh, double
   return interval;
 }
 
+// Rows of one mesh at many x, for kernels that evaluate every row they read:
+// bspline_row_of_degree's values with its bits, the in-range cubic row (all
+// but a few rows of a fit) on a path of its own. The general path's tests
+// (beyond either end, a reciprocal spacing that overflowed, a position that
+// is NaN) cost a GPU a branch and its bookkeeping each, for every row. In
+// range, x - lower >= 0 exactly, so the position needs no clamp below.
+struct BsplineRows {
+  BsplineMesh mesh;
+  double reciprocal_spacing;
+  bool finite;  // reciprocal_spacing is usable (bspline_in_spacings' test)
+
+  KOKKOS_INLINE_FUNCTION explicit BsplineRows(const BsplineMesh& mesh_)
+      : mesh(mesh_),
+        reciprocal_spacing(mesh_.intervals() / (mesh_.upper - mesh_.lower)),
+        finite(reciprocal_spacing <= 1.7e308) {}
+
+  template <class Degree>
+  KOKKOS_INLINE_FUNCTION int row(double x, double* values, Degree degree) const {
+    if (bspline_degree_value(degree) == 3 && finite && x >= mesh.lower && x <= mesh.upper) {
+      const int intervals = mesh.intervals();
+      double position = (x - mesh.lower) * reciprocal_spacing;
+      if (position > intervals) position = intervals;
+      int interval = static_cast<int>(position);
+      if (interval > intervals - 1) interval = intervals - 1;
+      cubic_bspline_values(position - interval, 0.0, values);
+      return interval;
+    }
+    return bspline_row_of_degree(mesh, x, values, degree);
+  }
+};
+
 }  // namespace impl
 
 // The d + 1 (possibly) non-zero basis values at x, written to values[0..d];

@@ -130,10 +130,10 @@ struct LargestEvaluatedValue {
   Degree degree;
   std::int64_t rows, chunks;
 
-  KOKKOS_INLINE_FUNCTION static void count_row(const BsplineMesh& mesh, double x, Degree degree,
+  KOKKOS_INLINE_FUNCTION static void count_row(const BsplineRows& rows_of, double x, Degree degree,
                                                double& largest) {
     double row[bspline_max_degree + 1];
-    bspline_row_of_degree(mesh, x, row, degree);
+    rows_of.row(x, row, degree);
     for (int q = 0; q < bspline_degree_value(degree) + 1; ++q) {
       const double counted = bound_term(double(T(row[q])));
       if (counted > largest) largest = counted;
@@ -142,7 +142,7 @@ struct LargestEvaluatedValue {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member, double& largest_so_far) const {
     const std::int64_t j = member.league_rank() / chunks, chunk = member.league_rank() % chunks;
-    const BsplineMesh mesh = meshes(j);
+    const BsplineRows rows_of(meshes(j));
     const std::int64_t begin = rows * chunk / chunks, end = rows * (chunk + 1) / chunks;
     const double* x = &covariates(j, 0);
     const int threads = member.team_size();
@@ -152,9 +152,9 @@ struct LargestEvaluatedValue {
       for (; i + (rows_in_flight - 1) * threads < end; i += rows_in_flight * threads) {
         double loaded[rows_in_flight];
         for (int r = 0; r < rows_in_flight; ++r) loaded[r] = x[i + r * threads];
-        for (int r = 0; r < rows_in_flight; ++r) count_row(mesh, loaded[r], degree, largest);
+        for (int r = 0; r < rows_in_flight; ++r) count_row(rows_of, loaded[r], degree, largest);
       }
-      for (; i < end; i += threads) count_row(mesh, x[i], degree, largest);
+      for (; i < end; i += threads) count_row(rows_of, x[i], degree, largest);
     });
     if (largest > largest_so_far) largest_so_far = largest;
   }

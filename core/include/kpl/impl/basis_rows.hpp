@@ -41,7 +41,7 @@ struct EvaluatedBasisRows {
 
   KOKKOS_INLINE_FUNCTION int operator()(std::int64_t j, std::int64_t i, double* row,
                                         int width) const {
-    const int first = bspline_row_of_degree(meshes(j), covariates(j, i), row, degree);
+    const int first = BsplineRows(meshes(j)).row(covariates(j, i), row, degree);
     for (int q = 0; q < width; ++q) row[q] = double(T(row[q]));
     return first;
   }

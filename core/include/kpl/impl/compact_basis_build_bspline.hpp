@@ -44,7 +44,7 @@ struct BuildBsplineRows {
     const std::int64_t i = tile * tile_rows + within - j * tile_rows;
     if (i >= rows) return;
     double row[bspline_max_degree + 1];
-    first(j, i) = bspline_row_of_degree(meshes(j), static_cast<double>(X(i, j)), row, degree);
+    first(j, i) = BsplineRows(meshes(j)).row(static_cast<double>(X(i, j)), row, degree);
     for (int q = 0; q <= bspline_degree_value(degree); ++q) {
       const T value = static_cast<T>(row[q]);
       values(j, q, i) = value;

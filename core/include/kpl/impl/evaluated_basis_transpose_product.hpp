@@ -124,13 +124,13 @@ struct EvaluatedTransposeProductInRowOrder {
     const std::int64_t begin = chunk * rows_per_team;
     const std::int64_t end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
     const int width = bspline_degree_value(degree) + 1;
-    const BsplineMesh mesh = meshes(j);
+    const BsplineRows rows_of(meshes(j));
     const double* x = &covariates(j, 0);
     std::vector<double> sums(cpu_row_partials * std::size_t(k), 0.0);
     for_each_row_interleaved(begin, end, [&](std::int64_t i, int set) {
       const double weight = u(i);
       double row[bspline_max_degree + 1];
-      double* target = sums.data() + set * k + bspline_row_of_degree(mesh, x[i], row, degree);
+      double* target = sums.data() + set * k + rows_of.row(x[i], row, degree);
       for (int q = 0; q < width; ++q) target[q] += double(T(row[q])) * weight;
     });
     for (int a = 0; a < k; ++a) output.store(j, chunk, a, added_partials(sums, k, a));
@@ -251,10 +251,10 @@ struct EvaluatedTransposeProductByColumns {
 
   // One row: its values evaluated from x, times weight, added.
   template <class Column>
-  KOKKOS_INLINE_FUNCTION void evaluate_and_add_row(const BsplineMesh& mesh, double x, double weight,
-                                                   const Column& column) const {
+  KOKKOS_INLINE_FUNCTION void evaluate_and_add_row(const BsplineRows& rows_of, double x,
+                                                   double weight, const Column& column) const {
     double values[bspline_max_degree + 1];
-    const int first = bspline_row_of_degree(mesh, x, values, degree);
+    const int first = rows_of.row(x, values, degree);
     add_row(first, values, weight, column);
   }
 
@@ -271,7 +271,7 @@ struct EvaluatedTransposeProductByColumns {
   template <class Column>
   KOKKOS_INLINE_FUNCTION void add_rows(std::int64_t j, int thread, int threads, std::int64_t begin,
                                        std::int64_t end, const Column& column) const {
-    const BsplineMesh mesh = meshes(j);
+    const BsplineRows rows_of(meshes(j));
     for (int a = 0; a < k; ++a) column.store(a, 0);
     const double* x = &covariates(j, begin);
     const int rows_here = static_cast<int>(end - begin), step = rows_in_flight * threads;
@@ -284,10 +284,10 @@ struct EvaluatedTransposeProductByColumns {
         weight[r] = u_of(begin, i + r * threads);
       }
       for (int r = 0; r < rows_in_flight; ++r)
-        evaluate_and_add_row(mesh, covariate[r], weight[r], column);
+        evaluate_and_add_row(rows_of, covariate[r], weight[r], column);
     }
     for (; i < rows_here; i += threads)
-      evaluate_and_add_row(mesh, load_streaming(x + i), u_of(begin, i), column);
+      evaluate_and_add_row(rows_of, load_streaming(x + i), u_of(begin, i), column);
   }
 
   // u(begin + offset), through a pointer where u is contiguous.
