@@ -139,9 +139,12 @@ def kpl_processes(unique):
 
 
 def wait_for_partial(output, launched, limit=60):
+    """The run's partial file, output.partial-<pid>. Not the files that MPI-IO
+    may create beside it for a moment (OpenMPI's lock test: <partial>.locktest.<n>)."""
     deadline = time.time() + limit
     while time.time() < deadline:
-        partials = list(output.parent.glob(output.name + ".partial-*"))
+        partials = [path for path in output.parent.glob(output.name + ".partial-*")
+                    if path.name.rsplit("-", 1)[1].isdigit()]
         if partials:
             return partials[0]
         assert launched.poll() is None, "the run ended before its partial file appeared"
